@@ -1,0 +1,86 @@
+"""Settings: one frozen object, built once from the environment (and CLI flags), passed explicitly.
+
+Why one object: the research code this project re-implements read its constants with `getattr`
+fallbacks in many places and ended up with four different defaults for one value. Here every
+limit has exactly one default, in this file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+def _default_home() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "adaexplore-mcp"
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, "") else default
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class JudgeLimits:
+    """Limits of one evaluation. Sized so a typical evaluation takes a few seconds on a GPU."""
+
+    timeout_s_gpu: float = 60.0
+    timeout_s_cpu: float = 180.0
+    max_timeout_s: float = 600.0
+    trials: int = 5
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    # Relative Frobenius-norm error allowed on top of the elementwise check.
+    max_rel_norm: float = 1e-2
+    warmup_ms: float = 25.0
+    timing_budget_ms: float = 300.0
+    min_reps: int = 10
+    max_reps: int = 200
+    implausible_speedup: float = 20.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable about one server process."""
+
+    home: Path = field(default_factory=_default_home)
+    # "cuda" when a GPU is usable; "cpu" runs candidates under Triton's interpreter.
+    device: str = "auto"
+    max_source_bytes: int = 200_000
+    workers: int = 1
+    limits: JudgeLimits = field(default_factory=JudgeLimits)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "adaexplore.sqlite3"
+
+    @property
+    def kernel_dir(self) -> Path:
+        """Where candidate sources are written so Triton's `inspect.getsource` can read them."""
+        return self.home / "kernels"
+
+    def with_overrides(self, **kwargs: object) -> "Settings":
+        return replace(self, **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        home = os.environ.get("ADAEXPLORE_HOME")
+        limits = JudgeLimits(
+            timeout_s_gpu=_env_float("ADAEXPLORE_TIMEOUT_S_GPU", JudgeLimits.timeout_s_gpu),
+            timeout_s_cpu=_env_float("ADAEXPLORE_TIMEOUT_S_CPU", JudgeLimits.timeout_s_cpu),
+            trials=_env_int("ADAEXPLORE_TRIALS", JudgeLimits.trials),
+        )
+        return cls(
+            home=Path(home).expanduser() if home else _default_home(),
+            device=os.environ.get("ADAEXPLORE_DEVICE", "auto"),
+            max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", 200_000),
+            workers=_env_int("ADAEXPLORE_WORKERS", 1),
+            limits=limits,
+        )

@@ -1,0 +1,156 @@
+"""Domain types shared by the parts (tasks, judge, server): plain pydantic models, no behaviour.
+
+Search- and memory-specific types live beside their code (`search/types.py`, `memory/types.py`);
+the ones here cross every boundary.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Verdict(str, Enum):
+    """One per evaluation; the judge stops at the first failing question (builds? right? fast?)."""
+
+    passed = "passed"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    mismatch = "mismatch"
+    timeout = "timeout"
+    crashed = "crashed"
+    rejected = "rejected"
+
+
+Backend = Literal["cuda", "cpu-interpreter"]
+
+
+class TensorSpec(BaseModel):
+    shape: list[int]
+    dtype: str
+
+
+class TaskInfo(BaseModel):
+    """What a client sees of a task (the reference source is a resource, not inlined)."""
+
+    task_id: str
+    name: str
+    origin: Literal["builtin", "user", "synthesized"] = "user"
+    degenerate: bool = False
+    warnings: list[str] = Field(default_factory=list)
+    has_small_shapes: bool = False
+    inputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size inputs")
+    outputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size outputs")
+    description: str = ""
+
+
+class TaskProbe(BaseModel):
+    """What running a reference on several seeds (in a worker) revealed about it."""
+
+    ok: bool
+    error: str | None = None
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    degenerate: bool = False
+    degenerate_reasons: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ErrorDetail(BaseModel):
+    """The key line of an error and the candidate line that caused it: enough to act on."""
+
+    exception: str = Field(description="exception type, e.g. 'CompilationError'")
+    message: str = Field(description="the error's last meaningful line, trimmed")
+    source_line: str | None = Field(default=None, description="the offending line of the candidate")
+    source_lineno: int | None = None
+    excerpt: str = Field(default="", description="a short tail of the traceback")
+
+
+class MismatchDetail(BaseModel):
+    output_index: int
+    trial: int
+    shape: list[int]
+    reason: str = Field(description="'values', 'shape', 'dtype', 'device', 'non_finite' or 'norm'")
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    rel_norm_error: float | None = None
+    worst_index: list[int] | None = None
+    expected: float | None = None
+    got: float | None = None
+    mismatched_fraction: float | None = None
+    expected_spec: str | None = None
+    got_spec: str | None = None
+
+
+class RejectDetail(BaseModel):
+    check: Literal[
+        "no_triton_kernel",
+        "input_mutated",
+        "output_aliases_input",
+        "timed_output_mismatch",
+        "missing_parameters",
+    ]
+    message: str
+
+
+class TimingStats(BaseModel):
+    """Milliseconds, per call, summarized from CUDA-event samples (see judge/timing.py)."""
+
+    median_ms: float
+    iqr_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+
+class Timing(BaseModel):
+    candidate: TimingStats
+    reference: TimingStats = Field(description="strict float32 reference, TF32 off")
+    reference_tf32: TimingStats | None = Field(default=None, description="same reference, TF32 on")
+    method: str
+    gpu: str | None = None
+
+
+class PrecisionReport(BaseModel):
+    below_fp32: bool = False
+    reasons: list[str] = Field(default_factory=list)
+
+
+class RuleRef(BaseModel):
+    rule_id: str
+    text: str
+
+
+class Evaluation(BaseModel):
+    """The judge's answer for one candidate. Expected failures are values here, never exceptions."""
+
+    eval_id: str = ""
+    task_id: str
+    verdict: Verdict
+    backend: Backend
+    speedup: float | None = Field(default=None, description="vs strict fp32 reference; null without GPU timing")
+    speedup_tf32: float | None = Field(default=None, description="vs the same reference with TF32 allowed")
+    timing: Timing | None = None
+    timing_unavailable: str | None = None
+    error: ErrorDetail | None = None
+    mismatch: MismatchDetail | None = None
+    rejected: RejectDetail | None = None
+    precision: PrecisionReport = Field(default_factory=PrecisionReport)
+    tolerance: dict[str, float] = Field(default_factory=dict)
+    trials: int = 0
+    shapes: Literal["full", "small"] = "full"
+    unconfirmed: list[str] = Field(
+        default_factory=list, description="why this verdict must be confirmed on a GPU (interpreter only)"
+    )
+    degenerate_task: bool = False
+    kernels_launched: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    rules: list[RuleRef] = Field(default_factory=list, description="validity rules this failure falls under")
+    duration_s: float = 0.0
+    device_index: int | None = Field(default=None, description="which GPU ran it (CUDA ordinal on this host)")
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == Verdict.passed

@@ -1,0 +1,144 @@
+"""The KernelBench task format: `class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()`.
+
+KernelBench problem files must load unchanged, so a task is just its reference source. A task may
+also carry `small_shapes`: overrides for the module's top-level integer constants (KernelBench files
+read `batch_size`, `in_features`... from module globals at call time), used under the CPU interpreter.
+
+Two levels of checking live here:
+- `check_static(source)` parses without executing anything (safe in the server process);
+- `load_module(...)` executes the source and is only ever called inside a judge worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+
+
+class TaskFormatError(ValueError):
+    """The reference source is not a usable KernelBench task; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything a worker needs to run a task's reference."""
+
+    task_id: str
+    name: str
+    source: str
+    small_shapes: dict[str, int] = field(default_factory=dict)
+    degenerate: bool = False
+
+    @property
+    def source_hash(self) -> str:
+        return source_hash(self.source)
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def integer_constants(source: str) -> dict[str, int]:
+    """Top-level `name = <int>` assignments: the knobs `small_shapes` may override."""
+    out: dict[str, int] = {}
+    for node in ast.parse(source).body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) is int
+        ):
+            out[node.targets[0].id] = node.value.value
+    return out
+
+
+def check_static(source: str, max_bytes: int, required: tuple[str, ...] = REQUIRED_NAMES) -> ast.Module:
+    """Parse and check the required names without running anything; raise TaskFormatError."""
+    if not source or not source.strip():
+        raise TaskFormatError("the reference source is empty")
+    size = len(source.encode())
+    if size > max_bytes:
+        raise TaskFormatError(f"the source is {size} bytes; the limit is {max_bytes} bytes")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise TaskFormatError(f"the source does not parse: line {exc.lineno}: {exc.msg}") from None
+    missing = [n for n in required if n not in top_level_names(tree)]
+    if missing:
+        raise TaskFormatError(
+            f"the source does not define {', '.join(missing)} at top level; a KernelBench task needs "
+            "`class Model(nn.Module)`, `def get_inputs()` and `def get_init_inputs()`"
+        )
+    return tree
+
+
+def check_small_shapes(source: str, small_shapes: dict[str, int] | None) -> dict[str, int]:
+    """Small-shape overrides must name existing top-level integer constants with positive values."""
+    if not small_shapes:
+        return {}
+    knobs = integer_constants(source)
+    unknown = sorted(set(small_shapes) - set(knobs))
+    if unknown:
+        raise TaskFormatError(
+            f"small_shapes names {unknown}, which are not top-level integer constants of the source "
+            f"(available: {sorted(knobs)})"
+        )
+    bad = {k: v for k, v in small_shapes.items() if type(v) is not int or v <= 0}
+    if bad:
+        raise TaskFormatError(f"small_shapes values must be positive integers: {bad}")
+    return dict(small_shapes)
+
+
+def write_module_file(directory: Path, prefix: str, source: str) -> tuple[str, Path]:
+    """Write source to a content-addressed file (Triton reads kernel source back via inspect)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{prefix}_{source_hash(source)}"
+    path = directory / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".tmp{id(source)}")
+        tmp.write_text(source)
+        tmp.replace(path)
+    return name, path
+
+
+def import_file(module_name: str, path: Path) -> ModuleType:
+    """Import a file as a fresh module (replacing any earlier one of the same name)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
+
+
+def apply_shapes(module: ModuleType, overrides: dict[str, int]) -> None:
+    """Override top-level constants; get_inputs()/get_init_inputs() read them at call time."""
+    for name, value in overrides.items():
+        setattr(module, name, value)
