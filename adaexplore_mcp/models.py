@@ -154,3 +154,18 @@ class Evaluation(BaseModel):
     @property
     def correct(self) -> bool:
         return self.verdict == Verdict.passed
+
+
+class CreateTaskResult(BaseModel):
+    task_id: str
+    created: bool = Field(description="false when the same name and source was registered before")
+    degenerate: bool
+    warnings: list[str] = Field(default_factory=list)
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    reference_uri: str
+    backend: Backend
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskInfo]

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from adaexplore_mcp.errors import UserError
+
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
 
-class TaskFormatError(ValueError):
+class TaskFormatError(UserError):
     """The reference source is not a usable KernelBench task; the message says how to fix it."""
 
 

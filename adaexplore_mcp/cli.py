@@ -1,0 +1,66 @@
+"""Console entry points: serve over stdio (default) or streamable HTTP, and headless commands.
+
+Nothing but protocol may reach stdout while serving stdio, so every human-readable line here goes
+to stderr unless the command is a headless one (demo, evaluate) that owns its terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from adaexplore_mcp.config import Settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from adaexplore_mcp.server import build_server
+
+    settings = Settings.from_env()
+    server = build_server(settings)
+    if args.transport == "stdio":
+        server.run("stdio")
+        return 0
+    from adaexplore_mcp.http_security import serve_http
+
+    token = args.token or os.environ.get("ADAEXPLORE_TOKEN") or None
+    import anyio
+
+    anyio.run(serve_http, server, args.host, args.port, token)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from adaexplore_mcp.demo import run_demo
+
+    return run_demo(task=args.task, budget=args.budget, seed=args.seed, strategy=args.strategy)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="adaexplore-mcp",
+        description="MCP server that judges and searches Triton kernels (AdaExplore). "
+        "Data directory: $ADAEXPLORE_HOME (default: the XDG data dir).",
+    )
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (non-loopback needs a token)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--token", default=None, help="bearer token for HTTP (or $ADAEXPLORE_TOKEN)")
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="run a short scripted search on a built-in task and print the tree")
+    demo.add_argument("--task", default="softmax_rows")
+    demo.add_argument("--budget", type=int, default=8)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--strategy", default="adaexplore")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        return _demo(args)
+    return _serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
