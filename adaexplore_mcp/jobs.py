@@ -1,0 +1,111 @@
+"""Submit-and-poll for calls that could outlast a client's 60-second request timeout.
+
+A job runs in a background thread of the server process that accepted it; its status, progress and
+result are rows in the shared database, so any server process on the data directory can answer
+`get_job`. A job whose owning process died is reported `lost` rather than left `running` forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from adaexplore_mcp.errors import NotFound
+from adaexplore_mcp.store import Store, new_id
+
+JobStatus = Literal["queued", "running", "done", "failed", "lost"]
+# Progress is written at most this often, so a chatty evaluation does not hammer the database.
+PROGRESS_WRITE_INTERVAL_S = 0.5
+
+
+class Job(BaseModel):
+    job_id: str
+    kind: str
+    status: JobStatus
+    progress: float = Field(description="0..1")
+    message: str = ""
+    result: dict[str, Any] | None = Field(default=None, description="the finished call's result")
+    error: str | None = None
+    created_at: float
+    updated_at: float
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class JobRunner:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def submit(self, kind: str, work: Callable[[Callable[[float, str], None]], BaseModel]) -> Job:
+        """Start `work(progress)` in a daemon thread; return the queued job at once."""
+        job_id = new_id("job")
+        now = time.time()
+        with self.store.write() as tx:
+            tx.execute(
+                "INSERT INTO jobs (job_id, kind, status, progress, owner_pid, created_at, updated_at)"
+                " VALUES (?, ?, 'queued', 0, ?, ?, ?)",
+                (job_id, kind, os.getpid(), now, now),
+            )
+        threading.Thread(target=self._run, args=(job_id, work), name=f"job-{job_id}", daemon=True).start()
+        return self.get(job_id)
+
+    def _run(self, job_id: str, work: Callable[[Callable[[float, str], None]], BaseModel]) -> None:
+        last_write = 0.0
+
+        def progress(fraction: float, message: str) -> None:
+            nonlocal last_write
+            if time.monotonic() - last_write < PROGRESS_WRITE_INTERVAL_S:
+                return
+            last_write = time.monotonic()
+            self._update(job_id, status="running", progress=max(0.0, min(1.0, fraction)), message=message)
+
+        self._update(job_id, status="running", message="started")
+        try:
+            result = work(progress)
+        except (ValueError, LookupError) as exc:  # the caller's mistake, reported like a tool error
+            self._update(job_id, status="failed", error=str(exc))
+        except Exception as exc:  # a bug: keep the job honest rather than stuck in 'running'
+            self._update(job_id, status="failed", error=f"internal error: {type(exc).__name__}: {exc}")
+        else:
+            self._update(job_id, status="done", progress=1.0, message="done", result=result.model_dump_json())
+
+    def _update(self, job_id: str, **fields: Any) -> None:
+        fields["updated_at"] = time.time()
+        assignments = ", ".join(f"{k} = ?" for k in fields)
+        with self.store.write() as tx:
+            tx.execute(f"UPDATE jobs SET {assignments} WHERE job_id = ?", (*fields.values(), job_id))
+
+    def get(self, job_id: str) -> Job:
+        row = self.store.read_one("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
+        if row is None:
+            raise NotFound(f"unknown job_id {job_id!r}; job ids come from submit_* tools")
+        status = row["status"]
+        if status in ("queued", "running") and not _pid_alive(row["owner_pid"]):
+            status = "lost"
+        return Job(
+            job_id=row["job_id"],
+            kind=row["kind"],
+            status=status,
+            progress=row["progress"],
+            message=row["message"],
+            result=json.loads(row["result"]) if row["result"] else None,
+            error=row["error"] if status != "lost" else "the server process running this job stopped; submit again",
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
