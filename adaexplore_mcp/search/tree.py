@@ -1,0 +1,216 @@
+"""The search tree and the AdaExplore rules on it: reward, UCT selection, step choice, backpropagation.
+
+Pure functions over an in-memory `Tree`; no I/O. The constants below are SEARCH.md's defaults; every
+one of them is a per-search parameter (`SearchParams` in types.py) and the functions take them explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Reward of one evaluation (SEARCH.md, "linear in speedup, capped").
+REWARD_COMPILE_ERROR = 0.0
+REWARD_FAILURE = 0.05  # compiles, then crashes / times out / mismatches / is rejected
+REWARD_BASE = 0.4
+REWARD_SCALE = 1.2
+SPEEDUP_MIN = 0.1
+SPEEDUP_MAX = 10.0
+# Selection (UCT with an explicit "open a new child" arm).
+ALPHA = 0.0  # weight of the max reward M in Q; 0 means Q is the mean reward
+C_UCB = 0.3
+C_EXPAND = 0.3
+# Step choice.
+P_LARGE = 0.2
+MAX_SMALL_CHILDREN = 2
+# Proposer context.
+MEMORY_SIZE = 5
+POOL_SIZE = 5
+
+StepKind = Literal["large", "small"]
+NodeKind = Literal["root", "large", "small"]
+ROOT = 0
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """One node's structure and statistics (sources stay in the database)."""
+
+    node_id: int
+    parent_id: int | None
+    kind: NodeKind
+    depth: int
+    verdict: str | None = None
+    speedup: float | None = None  # as measured; None without GPU timing
+    reward: float = 0.0
+    visits: int = 0  # N
+    total_reward: float = 0.0  # W
+    max_reward: float = 0.0  # M
+    anchor: int = ROOT  # nearest large-step (or root) node at or above this one
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "passed"
+
+
+@dataclass
+class Tree:
+    """All nodes of one search, indexed by node id (ids are the creation order: root 0, then 1, 2...)."""
+
+    nodes: list[TreeNode]
+    # For every anchor (root or large-step node): its best correct node within its small-step subtree.
+    anchor_best: dict[int, int] = field(default_factory=dict)
+    best: int | None = None  # the best node so far (see `better`)
+    version: int = 0  # the searches.version this tree reflects (the service's cache key)
+
+    @classmethod
+    def new(cls) -> "Tree":
+        return cls(nodes=[TreeNode(node_id=ROOT, parent_id=None, kind="root", depth=0)])
+
+    @property
+    def root(self) -> TreeNode:
+        return self.nodes[ROOT]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def add(self, node: TreeNode) -> None:
+        """Attach a node whose id is the next one (statistics are set by `backpropagate`)."""
+        if node.node_id != len(self.nodes):
+            raise ValueError(f"node ids must be dense: expected {len(self.nodes)}, got {node.node_id}")
+        parent = self.nodes[node.parent_id]  # type: ignore[index]
+        node.anchor = node.node_id if node.kind != "small" else parent.anchor
+        parent.children.append(node.node_id)
+        self.nodes.append(node)
+        if node.correct:
+            best = self.anchor_best.get(node.anchor)
+            if best is None or better(node, self.nodes[best]):
+                self.anchor_best[node.anchor] = node.node_id
+            if self.best is None or better(node, self.nodes[self.best]):
+                self.best = node.node_id
+
+    def path_to_root(self, node_id: int) -> list[int]:
+        """node_id, its parent, ..., the root."""
+        out = []
+        current: int | None = node_id
+        while current is not None:
+            out.append(current)
+            current = self.nodes[current].parent_id
+        return out
+
+
+def effective_speedup(node: TreeNode) -> float:
+    """The speedup used for scoring: 1 when the node is correct but timing was unavailable."""
+    return node.speedup if node.speedup is not None else 1.0
+
+
+def better(a: TreeNode, b: TreeNode) -> bool:
+    """a beats b as 'best kernel': higher speedup; on a tie the earlier node stays best."""
+    return effective_speedup(a) > effective_speedup(b)
+
+
+def reward(
+    verdict: str,
+    speedup: float | None,
+    *,
+    compile_error: float = REWARD_COMPILE_ERROR,
+    failure: float = REWARD_FAILURE,
+    base: float = REWARD_BASE,
+    scale: float = REWARD_SCALE,
+    s_min: float = SPEEDUP_MIN,
+    s_max: float = SPEEDUP_MAX,
+) -> float:
+    """r = 0 (compile error); 0.05 (other failures); 0.4 + 1.2 * (clip(s, 0.1, 10) - 0.1) / 9.9 (correct).
+
+    A correct kernel without a measured speedup (no GPU timing) is scored with s = 1.
+    Range: [0, 1.6] with the defaults.
+    """
+    if verdict == "compile_error":
+        return compile_error
+    if verdict != "passed":
+        return failure
+    s = 1.0 if speedup is None else min(max(speedup, s_min), s_max)
+    return base + scale * (s - s_min) / (s_max - s_min)
+
+
+def q_value(node: TreeNode, alpha: float = ALPHA) -> float:
+    """Q(v) = alpha * M(v) + (1 - alpha) * W(v) / N(v)."""
+    if node.visits == 0:
+        return 0.0
+    return alpha * node.max_reward + (1 - alpha) * node.total_reward / node.visits
+
+
+def ucb(node: TreeNode, parent_visits: int, c: float = C_UCB, alpha: float = ALPHA) -> float:
+    """UCB(v) = Q(v) + c * sqrt(ln N(parent) / N(v)); infinite when N(v) = 0."""
+    if node.visits == 0:
+        return math.inf
+    return q_value(node, alpha) + c * math.sqrt(math.log(max(parent_visits, 1)) / node.visits)
+
+
+def expand_score(tree: Tree, p: TreeNode, c_e: float = C_EXPAND, alpha: float = ALPHA) -> float:
+    """E(p) = max over children v of Q(v) + c_e * sqrt(ln N(p) / K^2), K = #children; infinite when K = 0."""
+    k = len(p.children)
+    if k == 0:
+        return math.inf
+    best_q = max(q_value(tree.nodes[v], alpha) for v in p.children)
+    return best_q + c_e * math.sqrt(math.log(max(p.visits, 1)) / (k * k))
+
+
+def select(tree: Tree, c: float = C_UCB, c_e: float = C_EXPAND, alpha: float = ALPHA) -> int:
+    """Walk down from the root: at p, stop if E(p) > max UCB over p's children, else go to the argmax child.
+
+    A leaf is always grown (E is infinite). Ties between children go to the earliest child.
+    """
+    p = tree.root
+    while True:
+        if not p.children:
+            return p.node_id
+        best_child, best_ucb = None, -math.inf
+        for v in p.children:
+            u = ucb(tree.nodes[v], p.visits, c, alpha)
+            if u > best_ucb:
+                best_child, best_ucb = v, u
+        if expand_score(tree, p, c_e, alpha) > best_ucb:
+            return p.node_id
+        p = tree.nodes[best_child]  # type: ignore[index]
+
+
+def choose_step(
+    tree: Tree, p: int, rng: random.Random, p_large: float = P_LARGE, max_small_children: int = MAX_SMALL_CHILDREN
+) -> StepKind:
+    """Root: large. Else large if p already has `max_small_children` (2) small children, or with prob 0.2.
+
+    The random draw is taken on every non-root call (even when the rule already forces a large step),
+    so the sequence of draws depends only on the seed and the step counter.
+    """
+    node = tree.nodes[p]
+    if node.kind == "root":
+        return "large"
+    draw = rng.random()
+    small_children = sum(1 for v in node.children if tree.nodes[v].kind == "small")
+    if small_children >= max_small_children or draw < p_large:
+        return "large"
+    return "small"
+
+
+def backpropagate(tree: Tree, node_id: int, r: float) -> list[int]:
+    """The node and every ancestor: N += 1, W += r, M = max(M, r). Returns the ids touched."""
+    touched = tree.path_to_root(node_id)
+    for i in touched:
+        n = tree.nodes[i]
+        n.visits += 1
+        n.total_reward += r
+        n.max_reward = max(n.max_reward, r)
+    return touched
+
+
+def best_node(tree: Tree) -> int | None:
+    """The correct node with the highest speedup over the whole tree (earliest on ties); None if none."""
+    best: TreeNode | None = None
+    for node in tree.nodes:
+        if node.correct and (best is None or better(node, best)):
+            best = node
+    return best.node_id if best is not None else None

@@ -1,0 +1,180 @@
+"""The search's public types: parameters, the brief for one step, results, and views of a tree."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adaexplore_mcp.models import Evaluation, RuleRef, TensorSpec
+from adaexplore_mcp.search import tree as T
+
+STRATEGIES = ("adaexplore", "iterative_refinement", "parallel_sampling")
+Strategy = Literal["adaexplore", "iterative_refinement", "parallel_sampling"]
+MAX_BUDGET = 10_000
+
+
+class SearchParams(BaseModel):
+    """Every constant of SEARCH.md, per search, with its published default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alpha: float = Field(default=T.ALPHA, ge=0, le=1, description="weight of max reward M in Q")
+    c: float = Field(default=T.C_UCB, ge=0, description="UCB exploration constant")
+    c_e: float = Field(default=T.C_EXPAND, ge=0, description="exploration constant of the 'new child' arm")
+    p_large: float = Field(default=T.P_LARGE, ge=0, le=1, description="probability of a large step")
+    max_small_children: int = Field(default=T.MAX_SMALL_CHILDREN, ge=0, description="small children before a large step is forced")
+    memory_size: int = Field(default=T.MEMORY_SIZE, ge=0, le=50, description="working-memory length")
+    pool_size: int = Field(default=T.POOL_SIZE, ge=0, le=50, description="representative-pool size")
+    reward_compile_error: float = T.REWARD_COMPILE_ERROR
+    reward_failure: float = T.REWARD_FAILURE
+    reward_base: float = T.REWARD_BASE
+    reward_scale: float = T.REWARD_SCALE
+    speedup_min: float = Field(default=T.SPEEDUP_MIN, gt=0)
+    speedup_max: float = Field(default=T.SPEEDUP_MAX, gt=0)
+
+    def reward(self, verdict: str, speedup: float | None) -> float:
+        return T.reward(verdict, speedup, compile_error=self.reward_compile_error, failure=self.reward_failure,
+                        base=self.reward_base, scale=self.reward_scale, s_min=self.speedup_min,
+                        s_max=self.speedup_max)
+
+
+class Edit(BaseModel):
+    """One exact search/replace on the parent kernel; `old` must occur exactly once."""
+
+    old: str
+    new: str
+
+
+class EvaluationSummary(BaseModel):
+    """The compact evaluation shown in briefs."""
+
+    verdict: str
+    speedup: float | None = None
+    error: str | None = Field(default=None, description="the error's key line (or mismatch/reject reason)")
+    reward: float
+
+
+class KernelRef(BaseModel):
+    """A kernel of the tree as shown in a brief (trimmed to a size budget; full text at kernel_uri)."""
+
+    node_id: int
+    kind: Literal["large", "small"]
+    note: str = ""
+    evaluation: EvaluationSummary
+    kernel: str | None = Field(default=None, description="source, possibly trimmed; null when omitted")
+    kernel_truncated: bool = False
+    kernel_uri: str
+
+
+class TaskBrief(BaseModel):
+    task_id: str
+    name: str
+    description: str = ""
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    degenerate: bool = False
+    reference_uri: str = Field(description="the full PyTorch reference source (an MCP resource)")
+
+
+class BestSummary(BaseModel):
+    node_id: int
+    speedup: float | None
+    reward: float
+    kernel_uri: str
+
+
+class StepBrief(BaseModel):
+    """What the assistant needs for one step, or `done: true` when the budget is spent."""
+
+    search_id: str
+    done: bool = False
+    step_id: str | None = None
+    kind: Literal["large", "small"] | None = None
+    parent_node_id: int | None = None
+    parent_kernel: str | None = Field(default=None, description="small steps: the kernel to edit, in full")
+    parent_kernel_uri: str | None = None
+    parent_evaluation: EvaluationSummary | None = None
+    working_memory: list[KernelRef] = Field(default_factory=list, description="small steps: refinement chain, oldest first")
+    pool: list[KernelRef] = Field(default_factory=list, description="large steps: best kernels of other branches")
+    rules: list[RuleRef] = Field(default_factory=list, description="validity rules every kernel must respect")
+    task: TaskBrief | None = None
+    strategy: str
+    timing_available: bool
+    gpu: str | None = None
+    timing_note: str = ""
+    instructions: str = ""
+    budget: int
+    steps_used: int
+    steps_left: int
+    best: BestSummary | None = None
+
+
+class ExpandResult(BaseModel):
+    search_id: str
+    step_id: str
+    node_id: int
+    kind: Literal["large", "small"]
+    parent_node_id: int
+    evaluation: Evaluation
+    reward: float
+    best: BestSummary | None
+    is_new_best: bool
+    steps_used: int
+    steps_left: int
+    done: bool
+
+
+class NodeView(BaseModel):
+    node_id: int
+    step_index: int = Field(description="order of creation; the root is 0, the first evaluated node 1")
+    parent_id: int | None
+    kind: Literal["root", "large", "small"]
+    depth: int
+    verdict: str | None
+    speedup: float | None
+    reward: float | None
+    visits: int
+    total_reward: float = Field(description="W")
+    mean_reward: float = Field(description="W / N")
+    max_reward: float = Field(description="M")
+    note: str = ""
+    created_at: float
+    kernel_source: str | None = None
+
+
+class SearchSummary(BaseModel):
+    search_id: str
+    task_id: str
+    strategy: str
+    budget: int
+    seed: int
+    steps_used: int
+    steps_left: int
+    done: bool
+    best_node_id: int | None
+    best_speedup: float | None
+    pending_step_id: str | None
+    created_at: float
+    updated_at: float
+
+
+class SearchTree(SearchSummary):
+    params: SearchParams
+    nodes: list[NodeView]
+    best_curve: list[float | None] = Field(
+        description="best correct speedup after each step (index = step_index; null before any correct node; "
+        "1.0 for correct nodes without timing)"
+    )
+
+
+class BestKernel(BaseModel):
+    search_id: str
+    node_id: int
+    step_index: int
+    speedup: float | None
+    verdict: str
+    note: str
+    kernel_uri: str
+    kernel_source: str
+    evaluation: Evaluation | None = None
