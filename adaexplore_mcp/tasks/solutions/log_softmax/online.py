@@ -1,0 +1,45 @@
+BLOCK_N = 2048  # tunable: 256, 512, 1024, 2048, 4096
+NUM_WARPS = 8  # tunable: 2, 4, 8, 16
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _log_softmax_online_kernel(x_ptr, out_ptr, n_cols, BLOCK_N: tl.constexpr):
+    # pass 1: online max / rescaled sum; pass 2: x - max - log(sum)
+    row = tl.program_id(0)
+    base = row.to(tl.int64) * n_cols
+    m_i = tl.full((BLOCK_N,), -float("inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for c0 in range(0, n_cols, BLOCK_N):
+        cols = c0 + tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + base + cols, mask=cols < n_cols, other=-float("inf"))
+        m_new = tl.maximum(m_i, x)
+        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m_i - m_new))
+        p = tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
+        l_i = l_i * alpha + p
+        m_i = m_new
+    m = tl.max(m_i, axis=0)
+    l = tl.sum(tl.where(m_i == -float("inf"), 0.0, l_i * tl.exp(m_i - m)), axis=0)
+    shift = m + tl.log(l)
+    for c0 in range(0, n_cols, BLOCK_N):
+        cols = c0 + tl.arange(0, BLOCK_N)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0)
+        tl.store(out_ptr + base + cols, x - shift, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        n_cols = x.shape[-1]
+        n_rows = x.numel() // n_cols
+        out = torch.empty_like(x)
+        _log_softmax_online_kernel[(n_rows,)](x, out, n_cols, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS)
+        return out

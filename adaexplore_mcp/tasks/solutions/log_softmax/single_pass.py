@@ -1,0 +1,35 @@
+NUM_WARPS = 16  # tunable: 4, 8, 16
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _log_softmax_row_kernel(x_ptr, out_ptr, n_cols, BLOCK_N: tl.constexpr):
+    # one program per row; the whole row lives in registers (BLOCK_N >= n_cols)
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    base = row.to(tl.int64) * n_cols
+    x = tl.load(x_ptr + base + cols, mask=mask, other=-float("inf"))
+    m = tl.max(x, axis=0)
+    z = x - m
+    e = tl.where(mask, tl.exp(z), 0.0)
+    lse = tl.log(tl.sum(e, axis=0))
+    tl.store(out_ptr + base + cols, z - lse, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        n_cols = x.shape[-1]
+        n_rows = x.numel() // n_cols
+        out = torch.empty_like(x)
+        BLOCK_N = triton.next_power_of_2(n_cols)
+        _log_softmax_row_kernel[(n_rows,)](x, out, n_cols, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS)
+        return out
