@@ -1,0 +1,229 @@
+"""The Judge: the public face of evaluation. Runs nothing of the candidate in this process.
+
+`evaluate` takes a free worker (blocking until one is free; thread-safe), hands it file paths, waits
+with a timeout, and turns what came back (a result, silence, or a dead process) into an Evaluation.
+Checks that need no execution (size, syntax, a ModelNew at top level) are answered here directly.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from ..config import Settings
+from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
+from ..tasks.format import TaskSpec, top_level_names, write_module_file
+from .classify import CandidateFile, from_fault_dump, static_error
+from .pool import CallResult, Pool, WorkerConfig
+
+Progress = Callable[[float, str], None]
+NO_TIMING = ("no GPU: kernels ran under Triton's CPU interpreter (TRITON_INTERPRET=1), "
+             "whose speed says nothing about GPU speed")
+DEGENERATE = ("this task is degenerate (a constant or input-independent output would pass): "
+              "a pass here says little about correctness")
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _visible_gpus() -> list[str]:
+    """Physical ids of the GPUs this process may use, in CUDA ordinal order."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None and env.strip() != "":
+        return [x.strip() for x in env.split(",") if x.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+class Judge:
+    """Evaluates candidates and probes tasks in warm worker processes."""
+
+    def __init__(self, settings: Settings, device_indices: list[int] | None = None) -> None:
+        self.settings = settings
+        use_cuda = settings.device == "cuda" or (settings.device == "auto" and _cuda_available())
+        self._backend: Backend = "cuda" if use_cuda else "cpu-interpreter"
+        log_dir = str(settings.home / "logs")
+        if use_cuda:
+            physical = _visible_gpus()
+            indices = device_indices if device_indices is not None else list(range(len(physical)))
+            configs = [WorkerConfig(slot=i, backend="cuda", home=str(settings.home), log_dir=log_dir,
+                                    cuda_visible=physical[i],
+                                    physical_index=int(physical[i]) if physical[i].isdigit() else i)
+                       for i in indices]
+        else:
+            configs = [WorkerConfig(slot=i, backend="cpu", home=str(settings.home), log_dir=log_dir)
+                       for i in range(max(1, settings.workers))]
+        self._pool = Pool(configs)
+        self._closed = threading.Event()
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    def start(self, wait: bool = False) -> None:
+        """Start the workers now instead of on first use; `wait` blocks until they are warm."""
+        self._pool.start()
+        if wait:
+            self._pool.wait_ready()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._pool.close()
+
+    def __enter__(self) -> "Judge":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- evaluation -------------------------------------------------------------------------------
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        limits = self.settings.limits
+        default = limits.timeout_s_gpu if self._backend == "cuda" else limits.timeout_s_cpu
+        return min(timeout_s if timeout_s and timeout_s > 0 else default, limits.max_timeout_s)
+
+    def _task_request(self, task: TaskSpec) -> tuple[dict[str, Any], bool]:
+        small = self._backend != "cuda" and bool(task.small_shapes)
+        name, path = write_module_file(self.settings.kernel_dir, "ref", task.source)
+        return {"module": name, "path": str(path), "source": task.source,
+                "shapes": dict(task.small_shapes) if small else {}}, small
+
+    def _base(self, task: TaskSpec, small: bool, verdict: Verdict, **fields: Any) -> Evaluation:
+        ev = Evaluation(task_id=task.task_id, verdict=verdict, backend=self._backend,
+                        shapes="small" if small else "full", degenerate_task=task.degenerate, **fields)
+        if self._backend != "cuda":
+            ev.timing_unavailable = NO_TIMING
+        if task.degenerate:
+            ev.warnings.append(DEGENERATE)
+        return ev
+
+    def evaluate(self, task: TaskSpec, kernel_source: str, timeout_s: float | None = None,
+                 progress: Progress | None = None) -> Evaluation:
+        """Judge one candidate; every failure of the candidate is a verdict, never an exception."""
+        started = time.monotonic()
+        report = _safe_progress(progress)
+        report(0.0, "queued")
+        small = self._backend != "cuda" and bool(task.small_shapes)
+        problem = _static_problem(kernel_source, self.settings.max_source_bytes)
+        if problem is not None:
+            ev = self._base(task, small, Verdict.compile_error, error=problem)
+            ev.duration_s = time.monotonic() - started
+            return ev
+        task_req, small = self._task_request(task)
+        name, path = write_module_file(self.settings.kernel_dir, "cand", kernel_source)
+        cand = CandidateFile(str(path), kernel_source)
+        limits = self.settings.limits
+        request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_path": str(path),
+                   "cand_source": kernel_source, "limits": asdict(limits)}
+        timeout = self._timeout(timeout_s)
+        with self._pool.lease() as (config, worker):
+            report(0.05, "compiling")
+            call = worker.call(request, timeout, report)
+            ev = self._interpret(task, small, call, cand, timeout)
+            if call.kind != "ok" or call.result.get("poisoned"):
+                worker.discard = True  # type: ignore[attr-defined]
+                if call.kind == "timeout":
+                    worker.kill()
+        ev.device_index = config.physical_index if self._backend == "cuda" else None
+        ev.duration_s = time.monotonic() - started
+        report(1.0, ev.verdict.value)
+        return ev
+
+    def _interpret(self, task: TaskSpec, small: bool, call: CallResult, cand: CandidateFile,
+                   timeout: float) -> Evaluation:
+        if call.kind == "timeout":
+            error = from_fault_dump(call.log, cand, f"the evaluation did not finish within {timeout:.0f}s and "
+                                    "the worker was killed (an endless loop, a deadlock, or a kernel that "
+                                    "never ends?)", exception="Timeout")
+            return self._base(task, small, Verdict.timeout, error=error)
+        if call.kind == "crashed":
+            return self._base(task, small, Verdict.crashed, error=_crash_detail(call, cand))
+        result = dict(call.result)
+        if "internal_error" in result:
+            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{result['internal_error']}")
+        result.pop("poisoned", None)
+        verdict = Verdict(result.pop("verdict"))
+        warnings = result.pop("warnings", [])
+        ev = self._base(task, small, verdict, **result)
+        ev.warnings.extend(warnings)
+        return ev
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    def probe_task(self, task: TaskSpec, timeout_s: float | None = None) -> TaskProbe:
+        """Run the reference on several seeds in a worker: builds? runs? shapes? degenerate?"""
+        task_req, _ = self._task_request(task)
+        request = {"op": "probe", "task": task_req, "limits": asdict(self.settings.limits)}
+        ref = CandidateFile(task_req["path"], task.source)
+        with self._pool.lease() as (_, worker):
+            call = worker.call(request, self._timeout(timeout_s), None)
+            if call.kind != "ok" or call.result.get("poisoned"):
+                worker.discard = True  # type: ignore[attr-defined]
+        if call.kind == "timeout":
+            return TaskProbe(ok=False, error="the reference did not finish within the time limit; "
+                             "reduce the problem size (or give small_shapes for the CPU interpreter)")
+        if call.kind == "crashed":
+            d = _crash_detail(call, ref)
+            return TaskProbe(ok=False, error=f"running the reference crashed the worker: {d.message}")
+        if "internal_error" in call.result:
+            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
+        call.result.pop("poisoned", None)
+        return TaskProbe(**call.result)
+
+
+def _safe_progress(progress: Progress | None) -> Progress:
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            try:
+                progress(fraction, message)
+            except Exception:  # noqa: BLE001 - a broken callback must not break the evaluation
+                pass
+
+    return report
+
+
+def _static_problem(source: str, max_bytes: int) -> ErrorDetail | None:
+    """What is wrong with the source before running anything (size, syntax, no ModelNew), if anything."""
+    size = len(source.encode(errors="replace"))
+    if size > max_bytes:
+        return static_error(f"the candidate source is {size} bytes; the limit is {max_bytes} bytes",
+                            exception="SourceTooLarge")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return static_error(f"line {exc.lineno}: {exc.msg}", exception=type(exc).__name__,
+                            lineno=exc.lineno, source=source)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return static_error(f"the source does not parse: {type(exc).__name__}", exception=type(exc).__name__)
+    if "ModelNew" not in top_level_names(tree):
+        return static_error("the candidate does not define ModelNew at top level (a drop-in for the task's "
+                            "Model, with the same constructor and forward signatures)", exception="MissingModelNew")
+    return None
+
+
+def _crash_detail(call: CallResult, cand: CandidateFile) -> ErrorDetail:
+    code = call.exitcode
+    if code is not None and code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    return from_fault_dump(call.log, cand, f"the worker process {how} while running the candidate "
+                           "(a segfault, os._exit, or a fatal CUDA error such as an out-of-bounds access?)",
+                           exception="WorkerCrashed")

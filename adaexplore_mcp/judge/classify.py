@@ -1,0 +1,237 @@
+"""The one table that turns what went wrong into a verdict and a compact, actionable ErrorDetail.
+
+Nothing else in the judge inspects exception types or error strings. It knows three dialects:
+- Triton's compiler on a GPU (`CompilationError` and friends; 3.6 and 3.9 word them differently, but
+  both carry the kernel's source and an AST node, which we map back to a line of the candidate file);
+- Triton's CPU interpreter, which runs the kernel body as Python and wraps whatever it raises in
+  `InterpreterError` at launch: on a GPU those would almost all be compile errors, so they are, except
+  a failed device-side assertion, which is a run-time failure on a GPU too;
+- CUDA run-time errors, some of which poison the CUDA context (the worker must then be thrown away).
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass
+from types import TracebackType
+
+from ..models import ErrorDetail, Verdict
+
+# Exception class names (any in the MRO of any exception in the chain) that mean "did not build".
+COMPILE_ERROR_TYPES = frozenset(
+    {
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+        "UnsupportedLanguageConstruct",
+        "OutOfResources",
+        "PTXASError",
+        "AutotunerError",
+    }
+)
+# Backend failures that surface as plain RuntimeErrors while compiling.
+COMPILE_ERROR_TEXT = ("PassManager::run failed", "ptxas", "MLIR", "LLVM ERROR", "failed to legalize")
+# CUDA errors after which the context is unusable: report, then discard the worker.
+POISON_TEXT = (
+    "illegal memory access",
+    "misaligned address",
+    "unspecified launch failure",
+    "device-side assert",
+    "illegal instruction",
+    "an illegal",
+    "launch timed out",
+    "uncorrectable ECC",
+    "hardware stack error",
+    "CUDA error: unknown error",
+    "CUBLAS_STATUS_EXECUTION_FAILED",
+    "cudaErrorLaunchFailure",
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+)
+MAX_MESSAGE = 400
+MAX_EXCERPT = 1500
+CANDIDATE_NAME = "candidate.py"
+
+# Stages of an evaluation, in order; errors while loading or building the candidate are compile errors.
+STAGE_IMPORT = "import"
+STAGE_BUILD = "build"
+STAGE_RUN = "run"
+
+
+@dataclass(frozen=True)
+class Classified:
+    verdict: Verdict
+    error: ErrorDetail
+    poisoned: bool = False  # the CUDA context is unusable; the worker must exit after reporting
+
+
+@dataclass(frozen=True)
+class CandidateFile:
+    """Where the candidate lives, so tracebacks can be mapped back to its lines."""
+
+    path: str
+    source: str
+
+    def line(self, lineno: int | None) -> str | None:
+        lines = self.source.splitlines()
+        if lineno is None or not 1 <= lineno <= len(lines):
+            return None
+        return lines[lineno - 1].strip()
+
+
+def chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes/contexts, outermost first."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen and len(seen) < 10:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def _type_names(exc: BaseException) -> set[str]:
+    return {t.__name__ for t in type(exc).__mro__}
+
+
+def is_poisoning(exc: BaseException) -> bool:
+    text = " ".join(f"{type(e).__name__}: {e}" for e in chain(exc))
+    return any(marker.lower() in text.lower() for marker in POISON_TEXT)
+
+
+def _is_compile_like(exc: BaseException) -> bool:
+    for e in chain(exc):
+        names = _type_names(e)
+        if names & COMPILE_ERROR_TYPES:
+            return True
+        if "InterpreterError" in names:
+            # The interpreter wraps the kernel body's exception; a device_assert is a run-time failure.
+            cause = e.__cause__
+            return not isinstance(cause, AssertionError)
+        if isinstance(e, RuntimeError) and any(t in str(e) for t in COMPILE_ERROR_TEXT):
+            return True
+    return False
+
+
+def _key_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip() and ln.strip() != "^"]
+    return lines[-1] if lines else ""
+
+
+def _trim(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _message(exc: BaseException) -> tuple[str, str]:
+    """(exception type, key line) of the most informative exception in the chain."""
+    for e in chain(exc):
+        if "InterpreterError" in _type_names(e) and e.__cause__ is not None:
+            inner = e.__cause__
+            return type(inner).__name__, _key_line(str(inner)) or type(inner).__name__
+        if "CompilationError" in _type_names(e):
+            inner_msg = getattr(e, "error_message", None) or str(e)
+            return type(e).__name__, _key_line(inner_msg)
+    return type(exc).__name__, _key_line(str(exc)) or type(exc).__name__
+
+
+def _candidate_frames(exc: BaseException, cand: CandidateFile | None) -> list[traceback.FrameSummary]:
+    if cand is None:
+        return []
+    frames: list[traceback.FrameSummary] = []
+    for e in reversed(chain(exc)):  # innermost cause last -> its frames last
+        tb: TracebackType | None = e.__traceback__
+        frames.extend(f for f in traceback.extract_tb(tb) if f.filename == cand.path)
+    return frames
+
+
+def _compilation_lineno(exc: BaseException, cand: CandidateFile | None) -> int | None:
+    """Map Triton's (kernel source, AST node) back to a line of the candidate file."""
+    if cand is None:
+        return None
+    for e in chain(exc):
+        src, node = getattr(e, "src", None), getattr(e, "node", None)
+        if isinstance(src, str) and src and hasattr(node, "lineno"):
+            offset = cand.source.find(src)
+            if offset >= 0:
+                return cand.source.count("\n", 0, offset) + int(node.lineno)
+            wanted = src.splitlines()[int(node.lineno) - 1].strip() if node.lineno <= len(src.splitlines()) else ""
+            for i, line in enumerate(cand.source.splitlines(), 1):
+                if wanted and line.strip() == wanted:
+                    return i
+    return None
+
+
+def _excerpt(exc: BaseException, frames: list[traceback.FrameSummary], cand: CandidateFile | None) -> str:
+    parts = [f'  File "{CANDIDATE_NAME}", line {f.lineno}, in {f.name}\n    {(f.line or "").strip()}' for f in frames[-6:]]
+    for e in reversed(chain(exc)[:3]):
+        parts.append(f"{type(e).__name__}: {_trim(str(e), 600)}")
+    text = "\n".join(parts)
+    if cand is not None:
+        text = text.replace(cand.path, CANDIDATE_NAME)
+    return text[-MAX_EXCERPT:]
+
+
+def describe(exc: BaseException, cand: CandidateFile | None) -> ErrorDetail:
+    """ErrorDetail for any exception: type, key line, offending candidate line, short excerpt."""
+    etype, message = _message(exc)
+    lineno: int | None = None
+    if isinstance(exc, SyntaxError) and cand is not None and exc.filename in (cand.path, "<unknown>", None):
+        lineno = exc.lineno
+    frames = _candidate_frames(exc, cand)
+    if lineno is None:
+        lineno = _compilation_lineno(exc, cand)
+    if lineno is None and frames:
+        lineno = frames[-1].lineno
+    if cand is not None:
+        message = message.replace(cand.path, CANDIDATE_NAME)
+    return ErrorDetail(
+        exception=etype,
+        message=_trim(message, MAX_MESSAGE),
+        source_line=cand.line(lineno) if cand else None,
+        source_lineno=lineno if cand and cand.line(lineno) is not None else None,
+        excerpt=_excerpt(exc, frames, cand),
+    )
+
+
+def classify(exc: BaseException, stage: str, cand: CandidateFile | None) -> Classified:
+    """Verdict + detail for an exception raised by candidate code at `stage`."""
+    detail = describe(exc, cand)
+    if is_poisoning(exc):
+        return Classified(Verdict.crashed, detail, poisoned=True)
+    if stage in (STAGE_IMPORT, STAGE_BUILD) or _is_compile_like(exc):
+        return Classified(Verdict.compile_error, detail)
+    return Classified(Verdict.runtime_error, detail)
+
+
+def static_error(message: str, exception: str = "CompileError", lineno: int | None = None,
+                 source: str | None = None) -> ErrorDetail:
+    """An ErrorDetail for problems found without running anything (size, parse, missing ModelNew)."""
+    line = None
+    if source is not None and lineno is not None:
+        lines = source.splitlines()
+        line = lines[lineno - 1].strip() if 1 <= lineno <= len(lines) else None
+    return ErrorDetail(exception=exception, message=message, source_line=line, source_lineno=lineno if line else None)
+
+
+_FAULT_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<lineno>\d+) in (?P<name>\S+)')
+
+
+def from_fault_dump(text: str, cand: CandidateFile | None, headline: str, exception: str) -> ErrorDetail:
+    """Detail for a worker that died or hung, from its faulthandler dump (most recent call first)."""
+    lineno = None
+    frames = []
+    for m in _FAULT_FRAME.finditer(text):
+        if cand is not None and m.group("path") == cand.path:
+            frames.append((int(m.group("lineno")), m.group("name")))
+    if frames:
+        lineno = frames[0][0]
+    tail = text[-MAX_EXCERPT:]
+    if cand is not None:
+        tail = tail.replace(cand.path, CANDIDATE_NAME)
+    fatal = next((ln.strip() for ln in text.splitlines() if ln.startswith("Fatal Python error")), None)
+    return ErrorDetail(
+        exception=exception,
+        message=_trim(f"{headline}" + (f" ({fatal})" if fatal else ""), MAX_MESSAGE),
+        source_line=cand.line(lineno) if cand else None,
+        source_lineno=lineno if cand and cand.line(lineno) is not None else None,
+        excerpt=tail.strip(),
+    )

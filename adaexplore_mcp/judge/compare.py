@@ -1,0 +1,106 @@
+"""Output comparison and the input/output integrity checks. Runs in the worker, on the device.
+
+Returns plain dicts shaped like MismatchDetail / RejectDetail (the parent validates them), or None.
+Comparison is done in float64 so the judge's own arithmetic never decides a borderline case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def as_tensors(value: Any) -> list[Any]:
+    """Outputs may be one tensor or a tuple/list of them; scalars are compared as 0-d tensors."""
+    items = list(value) if isinstance(value, (tuple, list)) else [value]
+    return [torch.as_tensor(x) if isinstance(x, (int, float, bool)) else x for x in items]
+
+
+def _spec(t: Any) -> str:
+    if isinstance(t, torch.Tensor):
+        return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)} on {t.device.type}"
+    return type(t).__name__
+
+
+def compare(ref: Any, out: Any, trial: int, atol: float, rtol: float, max_rel_norm: float) -> dict | None:
+    """First difference between reference and candidate outputs, as a MismatchDetail dict."""
+    refs, outs = as_tensors(ref), as_tensors(out)
+    if len(refs) != len(outs):
+        return {"output_index": 0, "trial": trial, "shape": [], "reason": "count",
+                "expected_spec": f"{len(refs)} output(s)", "got_spec": f"{len(outs)} output(s)"}
+    for i, (r, o) in enumerate(zip(refs, outs)):
+        found = _compare_one(r, o, i, trial, atol, rtol, max_rel_norm)
+        if found is not None:
+            return found
+    return None
+
+
+def _compare_one(r: Any, o: Any, index: int, trial: int, atol: float, rtol: float, max_rel_norm: float) -> dict | None:
+    base = {"output_index": index, "trial": trial, "shape": list(getattr(r, "shape", []))}
+    if not isinstance(o, torch.Tensor):
+        return {**base, "reason": "type", "expected_spec": _spec(r), "got_spec": _spec(o)}
+    for reason, same in (("shape", r.shape == o.shape), ("dtype", r.dtype == o.dtype), ("device", r.device.type == o.device.type)):
+        if not same:
+            return {**base, "reason": reason, "expected_spec": _spec(r), "got_spec": _spec(o)}
+    if r.numel() == 0:
+        return None
+    rd, od = r.detach().double(), o.detach().double()
+    r_fin, o_fin = torch.isfinite(rd), torch.isfinite(od)
+    bad = r_fin != o_fin
+    bad |= ~r_fin & ~o_fin & ~((rd == od) | (rd.isnan() & od.isnan()))
+    if bool(bad.any()):
+        return {**base, "reason": "non_finite", **_where(bad, rd, od), "mismatched_fraction": float(bad.double().mean())}
+    rd, od = torch.where(r_fin, rd, 0.0), torch.where(r_fin, od, 0.0)
+    err = (od - rd).abs()
+    tol = atol + rtol * rd.abs()
+    over = err > tol
+    max_abs = float(err.max())
+    max_rel = float((err / rd.abs().clamp_min(1e-12)).max())
+    norm_err = float(torch.linalg.vector_norm(od - rd))
+    rel_norm = norm_err / max(float(torch.linalg.vector_norm(rd)), 1e-30)
+    stats = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_norm_error": rel_norm}
+    if bool(over.any()):
+        return {**base, "reason": "values", **stats, **_where(err - tol, rd, od),
+                "mismatched_fraction": float(over.double().mean())}
+    if rel_norm > max_rel_norm and norm_err > atol * r.numel() ** 0.5:
+        return {**base, "reason": "norm", **stats, **_where(err, rd, od)}
+    return None
+
+
+def _where(score: torch.Tensor, rd: torch.Tensor, od: torch.Tensor) -> dict:
+    flat = int(torch.argmax(score.double().reshape(-1)))
+    idx = [int(i) for i in torch.unravel_index(torch.tensor(flat), score.shape)] if score.dim() else []
+    return {"worst_index": idx, "expected": float(rd.reshape(-1)[flat]), "got": float(od.reshape(-1)[flat])}
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Bitwise-equal tensors (NaN equal to NaN): used to check the candidate left its inputs alone."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return True
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return bool(torch.equal(a, b))
+
+
+def mutated_input(originals: list[Any], after: list[Any]) -> int | None:
+    for i, (a, b) in enumerate(zip(originals, after)):
+        if not same_values(a, b):
+            return i
+    return None
+
+
+def aliased_output(out: Any, inputs: list[Any]) -> tuple[int, int] | None:
+    """(output index, input index) when an output shares storage with an input."""
+    ptrs = {}
+    for j, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.numel():
+            ptrs[x.untyped_storage().data_ptr()] = j
+    for i, o in enumerate(as_tensors(out)):
+        if isinstance(o, torch.Tensor) and o.numel():
+            j = ptrs.get(o.untyped_storage().data_ptr())
+            if j is not None:
+                return i, j
+    return None

@@ -1,0 +1,201 @@
+"""Warm worker processes: spawn, lease, kill, replace. The only place that terminates workers.
+
+One worker per GPU (pinned with CUDA_VISIBLE_DEVICES) or `settings.workers` CPU-interpreter workers.
+A worker that timed out, crashed, reported a poisoned CUDA context, or served RECYCLE_AFTER evaluations
+is replaced at once: the new process starts importing in the background while the caller returns, so
+the next evaluation does not pay the start-up.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .worker import main as worker_main
+
+RECYCLE_AFTER = 200
+STARTUP_TIMEOUT_S = 600.0
+STACK_DUMP_WAIT_S = 0.5
+LOG_TAIL_BYTES = 6000
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start (broken environment, not a candidate's doing)."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    slot: int
+    backend: Literal["cuda", "cpu"]
+    home: str
+    log_dir: str
+    cuda_visible: str = ""
+    physical_index: int | None = None
+
+
+@dataclass
+class CallResult:
+    kind: Literal["ok", "timeout", "crashed"]
+    result: dict[str, Any] = field(default_factory=dict)
+    exitcode: int | None = None
+    log: str = ""
+
+
+class Worker:
+    """One process and its pipe."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.evals = 0
+        self.info: dict[str, Any] | None = None
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.log_path = Path(config.log_dir) / f"worker{config.slot}-{os.getpid()}-{time.time_ns()}.log"
+        cfg = {"backend": config.backend, "home": config.home, "log_path": str(self.log_path),
+               "cuda_visible": config.cuda_visible, "physical_index": config.physical_index}
+        self.proc = ctx.Process(target=worker_main, args=(child, cfg), daemon=True,
+                                name=f"adaexplore-judge-{config.slot}")
+        self.proc.start()
+        child.close()
+
+    def wait_ready(self) -> dict[str, Any]:
+        if self.info is None:
+            if not self.conn.poll(STARTUP_TIMEOUT_S):
+                raise WorkerStartError(f"judge worker did not start within {STARTUP_TIMEOUT_S:.0f}s")
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                self.proc.join(5)
+                raise WorkerStartError(f"judge worker died while starting (exit code {self.proc.exitcode}): "
+                                       f"{self.log_tail()}") from None
+            self.info = msg
+        return self.info
+
+    def call(self, request: dict[str, Any], timeout_s: float,
+             on_progress: Callable[[float, str], None] | None) -> CallResult:
+        self.wait_ready()
+        self.evals += 1
+        self.conn.send(request)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._dump_stacks()
+                return CallResult("timeout", log=self.log_tail())
+            try:
+                if not self.conn.poll(min(remaining, 1.0)):
+                    if not self.proc.is_alive():
+                        return self._crashed()
+                    continue
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return self._crashed()
+            if msg.get("type") == "progress":
+                if on_progress is not None:
+                    on_progress(msg["fraction"], msg["message"])
+            elif msg.get("type") == "result":
+                return CallResult("ok", result=msg["result"])
+
+    def _crashed(self) -> CallResult:
+        self.proc.join(5)
+        return CallResult("crashed", exitcode=self.proc.exitcode, log=self.log_tail())
+
+    def _dump_stacks(self) -> None:
+        """Ask the hung worker's faulthandler where it is stuck (SIGUSR1), before it is killed."""
+        if self.proc.pid is not None and self.proc.is_alive():
+            try:
+                os.kill(self.proc.pid, signal.SIGUSR1)
+            except OSError:
+                return
+            time.sleep(STACK_DUMP_WAIT_S)
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(10)
+        self.conn.close()
+        try:
+            self.log_path.unlink()
+        except OSError:
+            pass
+
+
+class Pool:
+    """Slots of workers; `lease()` blocks until a slot is free."""
+
+    def __init__(self, configs: list[WorkerConfig]) -> None:
+        self._configs = {c.slot: c for c in configs}
+        self._workers: dict[int, Worker] = {}
+        self._free: queue.Queue[int] = queue.Queue()
+        self._lock = threading.Lock()
+        self._started = False
+        self._closed = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            for slot, config in self._configs.items():
+                Path(config.log_dir).mkdir(parents=True, exist_ok=True)
+                self._workers[slot] = Worker(config)
+                self._free.put(slot)
+            self._started = True
+
+    def wait_ready(self) -> list[dict[str, Any]]:
+        self.start()
+        return [w.wait_ready() for w in list(self._workers.values())]
+
+    @contextmanager
+    def lease(self) -> Iterator[tuple[WorkerConfig, Worker]]:
+        """A free worker; on exit it goes back, or is replaced if it was marked `discard`."""
+        self.start()
+        slot = self._free.get()
+        worker = self._workers[slot]
+        if not worker.alive() and worker.info is not None:
+            worker = self._replace(slot)
+        try:
+            yield self._configs[slot], worker
+        finally:
+            if self._closed:
+                return
+            if getattr(worker, "discard", False) or worker.evals >= RECYCLE_AFTER or not worker.alive():
+                self._replace(slot)
+            self._free.put(slot)
+
+    def _replace(self, slot: int) -> Worker:
+        with self._lock:
+            old = self._workers.get(slot)
+            if old is not None:
+                old.kill()
+            if self._closed:
+                raise WorkerStartError("the judge is closed")
+            self._workers[slot] = Worker(self._configs[slot])
+            return self._workers[slot]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for worker in self._workers.values():
+                worker.kill()
+            self._workers.clear()

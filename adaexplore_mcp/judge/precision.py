@@ -1,0 +1,128 @@
+"""Below-float32 detection and the global precision state the judge pins.
+
+The reference runs in strict float32 (TF32 off in cuBLAS and cuDNN). A candidate is flagged (not failed)
+when it computes below float32: autocast, fp16/bf16/fp8 casts, or Triton `tl.dot` left at its default
+input precision, which is TF32 for fp32 operands on NVIDIA GPUs unless `input_precision="ieee"` (or
+`allow_tf32=False` in older Triton). Source analysis finds the intent; the flag snapshot taken around
+each candidate call finds a candidate that flips the global switches at run time (then they are restored).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+LOW_DTYPES = ("float16", "half", "bfloat16", "float8")
+LOW_METHODS = ("half", "bfloat16")
+STRICT_DOT_KWARGS = {"input_precision": ("ieee",), "allow_tf32": (False,)}
+
+
+def pin_strict() -> None:
+    """float32 everywhere: what the reference runs under and what candidates are checked under."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def pin_tf32() -> None:
+    """The state a user with TF32 enabled runs in (for `speedup_tf32`)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+
+
+def snapshot() -> dict[str, Any]:
+    import torch
+
+    return {
+        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "autocast_cuda": torch.is_autocast_enabled("cuda"),
+        "autocast_cpu": torch.is_autocast_enabled("cpu"),
+    }
+
+
+def restore(state: dict[str, Any]) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = state["torch.backends.cuda.matmul.allow_tf32"]
+    torch.backends.cudnn.allow_tf32 = state["torch.backends.cudnn.allow_tf32"]
+    torch.set_float32_matmul_precision(state["float32_matmul_precision"])
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = state["allow_fp16_reduced_precision_reduction"]
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = state["allow_bf16_reduced_precision_reduction"]
+    torch.set_autocast_enabled("cuda", state["autocast_cuda"])
+    torch.set_autocast_enabled("cpu", state["autocast_cpu"])
+
+
+def changed_flags(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    return [f"{k}: {before[k]!r} -> {after[k]!r}" for k in before if after.get(k) != before[k]]
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_strict_dot(call: ast.Call) -> bool:
+    for kw in call.keywords:
+        allowed = STRICT_DOT_KWARGS.get(kw.arg or "")
+        if allowed and isinstance(kw.value, ast.Constant) and kw.value.value in allowed:
+            return True
+    return False
+
+
+def source_reasons(source: str) -> tuple[list[str], bool]:
+    """(reasons the source computes below fp32, whether it has TF32-default `tl.dot`s). Never raises."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [], False
+    reasons: list[str] = []
+    tf32_dot = False
+
+    def add(text: str, node: ast.AST) -> None:
+        line = f"{text} (line {getattr(node, 'lineno', '?')})"
+        if line not in reasons:
+            reasons.append(line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            name = _dotted(node)
+            leaf = node.attr
+            if any(leaf.startswith(d) for d in LOW_DTYPES) and name.split(".")[0] in ("tl", "torch", "triton"):
+                add(f"uses {name}: computes below float32", node)
+            elif "autocast" in leaf or name.endswith("amp.autocast"):
+                add(f"uses {name}: autocast computes matmuls/convolutions in fp16/bf16", node)
+            elif leaf in ("allow_tf32", "fp32_precision"):
+                add(f"touches {name}: may enable TF32", node)
+        elif isinstance(node, ast.Call):
+            fname = _dotted(node.func)
+            leaf = fname.rsplit(".", 1)[-1]
+            if isinstance(node.func, ast.Attribute) and leaf in LOW_METHODS and not node.args:
+                add(f"calls .{leaf}(): computes below float32", node)
+            elif leaf == "set_float32_matmul_precision":
+                add("calls set_float32_matmul_precision: may enable TF32", node)
+            elif leaf == "autocast":
+                add("uses autocast: computes matmuls/convolutions in fp16/bf16", node)
+            elif leaf == "dot" and fname.split(".")[0] in ("tl", "triton", "dot") and not _is_strict_dot(node):
+                tf32_dot = True
+                add("tl.dot without input_precision='ieee': fp32 operands run in TF32 on NVIDIA GPUs", node)
+            elif leaf == "dot":
+                for kw in node.keywords:
+                    if kw.arg == "input_precision" and isinstance(kw.value, ast.Constant) and kw.value.value in ("tf32", "tf32x3"):
+                        add(f"tl.dot with input_precision={kw.value.value!r}", node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ("float16", "bfloat16", "fp16", "bf16"):
+            add(f"names dtype {node.value!r}", node)
+    return reasons, tf32_dot

@@ -1,0 +1,115 @@
+"""GPU timing in the shape of Triton's `do_bench`, plus a pure `summarize()` the tests exercise.
+
+Read top to bottom: estimate a call's cost, turn the millisecond budgets into repetition counts,
+then time candidate and references *interleaved* (c, r, r_tf32, c, r, ...) so clock and thermal drift
+hit all of them alike. Before each timed call the L2 cache is flushed (a 256 MB buffer is zeroed);
+CUDA events are recorded with no host sync in between; one device-wide `torch.cuda.synchronize()`
+at the end waits for every stream, so work a candidate leaves on a side stream is at least waited for.
+
+Two server processes on one host must never time on the same GPU at once: `gpu_lock` takes an
+exclusive `fcntl.flock` on `<home>/locks/gpu<N>.lock` around the timed section.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import JudgeLimits
+from ..models import TimingStats
+
+METHOD = (
+    "CUDA events per call, interleaved candidate/reference/reference-TF32, L2 flushed (256 MB) before "
+    "each call, no syncs between calls, one device-wide synchronize at the end; median of {reps} reps"
+)
+FLUSH_BYTES = 256 * 1024 * 1024
+ESTIMATE_CALLS = 3
+
+
+def summarize(samples_ms: Sequence[float]) -> TimingStats:
+    """Median, inter-quartile range, min and max of per-call samples (milliseconds). Pure."""
+    xs = sorted(float(x) for x in samples_ms if math.isfinite(float(x)))
+    if not xs:
+        raise ValueError("no finite timing samples")
+    if len(xs) >= 2:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    else:
+        q1 = q3 = xs[0]
+    return TimingStats(median_ms=statistics.median(xs), iqr_ms=q3 - q1, min_ms=xs[0], max_ms=xs[-1], reps=len(xs))
+
+
+def plan_reps(estimate_ms: float, limits: JudgeLimits) -> tuple[int, int]:
+    """(warm-up calls, timed reps) for one round costing `estimate_ms`: budgets in ms -> counts. Pure."""
+    per_round = max(estimate_ms, 1e-3)
+    warmup = max(1, min(50, int(limits.warmup_ms / per_round)))
+    reps = int(limits.timing_budget_ms / per_round)
+    return warmup, max(limits.min_reps, min(limits.max_reps, reps))
+
+
+def speedup(reference: TimingStats, candidate: TimingStats) -> float:
+    return reference.median_ms / max(candidate.median_ms, 1e-9)
+
+
+@contextlib.contextmanager
+def gpu_lock(home: Path, physical_index: int) -> Iterator[None]:
+    """Exclusive cross-process lock on one GPU while timing (several servers may share a host)."""
+    lock_dir = home / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"gpu{physical_index}.lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+class Bench:
+    """Holds the per-worker L2 flush buffer; `run` times several callables interleaved."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self._flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+    def run(self, fns: Sequence[Callable[[], Any]], limits: JudgeLimits) -> list[list[float]]:
+        """Per-callable lists of per-call milliseconds."""
+        torch = self._torch
+        for fn in fns:  # first calls: compile, autotune, allocate
+            fn()
+        torch.cuda.synchronize()
+        est = self._estimate(fns)
+        warmup, reps = plan_reps(sum(est), limits)
+        for _ in range(warmup):
+            for fn in fns:
+                fn()
+        starts = [[torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in fns]
+        ends = [[torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in fns]
+        torch.cuda.synchronize()
+        for i in range(reps):
+            for k, fn in enumerate(fns):
+                self._flush.zero_()
+                starts[k][i].record()
+                fn()
+                ends[k][i].record()
+        torch.cuda.synchronize()
+        return [[s.elapsed_time(e) for s, e in zip(starts[k], ends[k])] for k in range(len(fns))]
+
+    def _estimate(self, fns: Sequence[Callable[[], Any]]) -> list[float]:
+        torch = self._torch
+        out = []
+        for fn in fns:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(ESTIMATE_CALLS):
+                self._flush.zero_()
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            out.append(start.elapsed_time(end) / ESTIMATE_CALLS)
+        return out
