@@ -1,0 +1,362 @@
+"""SearchService behaviour with a FakeJudge: briefs, edits, step ids, persistence, replay, baselines, CPU mode."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import adaexplore_mcp.search  # noqa: F401  (registers the search tables)
+from adaexplore_mcp.errors import NotFound, UserError
+from adaexplore_mcp.models import RuleRef, TaskInfo
+from adaexplore_mcp.search import SearchService
+from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.store import Store
+
+TASKS = {"t1", "t2", "t3"}
+RULES = [RuleRef(rule_id="r1", text="You cannot call tl.float32(...) as a function inside a kernel.")]
+
+
+def lookup(task_id: str) -> TaskInfo | None:
+    return TaskInfo(task_id=task_id, name=f"task-{task_id}") if task_id in TASKS else None
+
+
+def kernel(verdict: str = "passed", speedup: float | None = 1.5, tag: str = "", block: int = 1024) -> str:
+    return textwrap.dedent(f"""\
+        import triton
+        BLOCK_SIZE = {block}
+        class ModelNew:  # {tag}
+            pass
+        # fake: verdict={verdict} speedup={'none' if speedup is None else speedup}
+        """)
+
+
+def service(path: Path, judge=None, timing: bool = True, **kw) -> SearchService:
+    return SearchService(Store(path), judge or FakeJudge(), lookup, lambda task_id: RULES, timing, **kw)
+
+
+@pytest.fixture
+def svc(tmp_path) -> SearchService:
+    return service(tmp_path / "db.sqlite3")
+
+
+def random_proposal(brief, seed: int) -> dict:
+    """A deterministic stand-in for the assistant: verdicts and speedups drawn from (seed, step)."""
+    rng = random.Random(f"{seed}:{brief.steps_used}")
+    verdict = rng.choice(["passed", "passed", "passed", "compile_error", "mismatch"])
+    return {"kernel_source": kernel(verdict, round(rng.uniform(0.5, 4.0), 3), tag=f"step {brief.steps_used}"),
+            "note": f"try {brief.steps_used}"}
+
+
+def run(svc: SearchService, search_id: str, steps: int, seed: int = 0) -> None:
+    for _ in range(steps):
+        brief = svc.next_step(search_id)
+        if brief.done:
+            return
+        svc.expand_node(search_id, brief.step_id, **random_proposal(brief, seed))
+
+
+def shape(svc: SearchService, search_id: str) -> list[tuple]:
+    return [(n.node_id, n.parent_id, n.kind, n.verdict, n.visits, round(n.total_reward, 9))
+            for n in svc.get_search(search_id).nodes]
+
+
+# -- starting -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("budget", [0, 10001, -1, "5", 2.5, True])
+def test_start_search_rejects_a_bad_budget(svc, budget):
+    with pytest.raises(UserError, match="budget must be an integer number of steps from 1 to 10000"):
+        svc.start_search("t1", budget)
+
+
+def test_start_search_rejects_unknown_strategy_task_and_constants(svc):
+    with pytest.raises(UserError, match="unknown strategy 'beam'; choose one of adaexplore, iterative_refinement"):
+        svc.start_search("t1", 5, strategy="beam")
+    with pytest.raises(NotFound, match="unknown task_id 'nope'"):
+        svc.start_search("nope", 5)
+    with pytest.raises(UserError, match="bad search constants.*c_typo"):
+        svc.start_search("t1", 5, c_typo=1.0)
+    with pytest.raises(UserError, match="p_large"):
+        svc.start_search("t1", 5, p_large=1.5)
+    sid = svc.start_search("t1", 5, c=0.5, p_large=0.0)
+    assert svc.get_search(sid).params.c == 0.5
+
+
+# -- the brief ----------------------------------------------------------------------------------
+
+def test_next_step_is_idempotent_until_the_step_is_expanded(svc):
+    sid = svc.start_search("t1", 5)
+    first, again = svc.next_step(sid), svc.next_step(sid)
+    assert first.step_id == again.step_id and first == again
+    assert first.kind == "large" and first.parent_node_id == 0 and first.pool == []
+    svc.expand_node(sid, first.step_id, kernel_source=kernel(), note="first")
+    assert svc.next_step(sid).step_id != first.step_id
+
+
+def test_the_brief_carries_task_rules_and_instructions_but_not_the_reference_source(svc):
+    sid = svc.start_search("t2", 5)
+    brief = svc.next_step(sid)
+    assert brief.task.name == "task-t2" and brief.task.reference_uri == "adaexplore://tasks/t2/reference"
+    assert brief.rules == RULES and brief.timing_available is True
+    assert "ModelNew" in brief.instructions and "kernel_source" in brief.instructions
+    assert (brief.budget, brief.steps_used, brief.steps_left) == (5, 0, 5)
+
+
+def test_small_step_shows_the_full_parent_kernel_and_the_refinement_chain(svc):
+    sid = svc.start_search("t1", 10, p_large=0.0)
+    run(svc, sid, 1)
+    b = svc.next_step(sid)  # root has one child: UCB ties E, so the walk reaches node 1 (a leaf)
+    assert b.kind == "small" and b.parent_node_id == 1 and b.parent_kernel == svc.node_kernel(sid, 1)
+    assert [m.node_id for m in b.working_memory] == [1]
+    assert b.working_memory[0].kernel is None  # the parent is already shown in full
+    assert "edits" in b.instructions
+
+
+def test_brief_kernels_are_trimmed_to_the_size_budget(tmp_path):
+    svc = service(tmp_path / "db.sqlite3")
+    sid = svc.start_search("t1", 30, c=0.0, c_e=0.0, p_large=1.0)  # a chain of large steps
+    big = kernel(tag="x" * 15000)
+    for k in range(8):
+        b = svc.next_step(sid)
+        svc.expand_node(sid, b.step_id, kernel_source=big.replace("speedup=1.5", f"speedup={1 + k}"))
+    b = svc.next_step(sid)
+    assert b.kind == "large" and len(b.pool) == 5
+    kernels = [p.kernel or "" for p in b.pool]
+    assert all(len(k) <= 6000 for k in kernels) and sum(map(len, kernels)) <= 20000
+    assert all(p.kernel_truncated for p in b.pool)
+    assert b.pool[0].kernel_uri == f"adaexplore://searches/{sid}/nodes/{b.pool[0].node_id}/kernel"
+    assert len(b.model_dump_json()) < 40000  # well under 25k tokens
+
+
+# -- expanding ----------------------------------------------------------------------------------
+
+def _small_step(svc):
+    sid = svc.start_search("t1", 10, p_large=0.0)
+    b = svc.next_step(sid)
+    svc.expand_node(sid, b.step_id, kernel_source=kernel(block=1024) + "x = 1\nx = 1\n")
+    return sid, svc.next_step(sid)
+
+
+def test_edits_are_applied_in_order_to_the_parent_kernel(svc):
+    sid, b = _small_step(svc)
+    res = svc.expand_node(sid, b.step_id, edits=[{"old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 512"},
+                                                 {"old": "BLOCK_SIZE = 512", "new": "BLOCK_SIZE = 256"}],
+                          note="smaller blocks")
+    src = svc.node_kernel(sid, res.node_id)
+    assert "BLOCK_SIZE = 256" in src and "1024" not in src
+    assert res.kind == "small" and res.parent_node_id == 1 and svc.get_search(sid).nodes[2].note == "smaller blocks"
+
+
+@pytest.mark.parametrize("edits, message", [
+    ([{"old": "BLOCK_SIZE = 4096", "new": "x"}], "edit 0: `old` was not found in the parent kernel"),
+    ([{"old": "x = 1", "new": "x = 2"}], "edit 0: `old` occurs 2 times in the parent kernel"),
+    ([{"old": "BLOCK_SIZE", "new": "B"}, {"old": "BLOCK_SIZE", "new": "C"}], "edit 1: `old` was not found"),
+    ([{"old": "", "new": "x"}], "`old` is empty"),
+    ([{"old": "BLOCK_SIZE"}], "must be an object"),
+])
+def test_a_bad_edit_adds_no_node_and_leaves_the_step_pending(svc, edits, message):
+    sid, b = _small_step(svc)
+    with pytest.raises(UserError, match=message):
+        svc.expand_node(sid, b.step_id, edits=edits)
+    assert svc.get_search(sid).steps_used == 1
+    assert svc.next_step(sid).step_id == b.step_id
+    svc.expand_node(sid, b.step_id, edits=[{"old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 512"}])
+
+
+def test_a_large_step_needs_a_full_kernel(svc):
+    sid = svc.start_search("t1", 5)
+    b = svc.next_step(sid)
+    with pytest.raises(UserError, match="large step: send a complete kernel_source"):
+        svc.expand_node(sid, b.step_id, edits=[{"old": "a", "new": "b"}])
+    with pytest.raises(UserError, match="needs kernel_source"):
+        svc.expand_node(sid, b.step_id)
+    with pytest.raises(UserError, match="empty"):
+        svc.expand_node(sid, b.step_id, kernel_source="   ")
+
+
+def test_a_step_id_is_used_once_and_unknown_or_foreign_ids_are_errors(svc):
+    a, other = svc.start_search("t1", 5), svc.start_search("t2", 5)
+    b = svc.next_step(a)
+    with pytest.raises(UserError, match=f"belongs to search {a}, not {other}"):
+        svc.expand_node(other, b.step_id, kernel_source=kernel())
+    svc.expand_node(a, b.step_id, kernel_source=kernel())
+    with pytest.raises(UserError, match="was already used \\(it made node 1\\)"):
+        svc.expand_node(a, b.step_id, kernel_source=kernel())
+    with pytest.raises(NotFound, match="unknown step_id 'step_nope'"):
+        svc.expand_node(a, "step_nope", kernel_source=kernel())
+    with pytest.raises(NotFound, match="unknown search_id"):
+        svc.next_step("srch_nope")
+
+
+def test_expand_returns_reward_best_and_steps_left(svc):
+    sid = svc.start_search("t1", 2)
+    r1 = svc.expand_node(sid, svc.next_step(sid).step_id, kernel_source=kernel("mismatch"))
+    assert r1.reward == pytest.approx(0.05) and r1.best is None and not r1.is_new_best and r1.steps_left == 1
+    r2 = svc.expand_node(sid, svc.next_step(sid).step_id, kernel_source=kernel("passed", 2.0))
+    assert r2.reward == pytest.approx(0.630303, abs=1e-6) and r2.is_new_best and r2.best.node_id == 2
+    assert r2.done and r2.steps_left == 0
+    done = svc.next_step(sid)
+    assert done.done and done.best.node_id == 2 and done.step_id is None and "node 2" in done.instructions
+    best = svc.best_kernel(sid)
+    assert best.node_id == 2 and best.speedup == 2.0 and "speedup=2.0" in best.kernel_source
+
+
+def test_best_kernel_is_a_clear_error_when_nothing_is_correct(svc):
+    sid = svc.start_search("t1", 3)
+    svc.expand_node(sid, svc.next_step(sid).step_id, kernel_source=kernel("compile_error"))
+    with pytest.raises(UserError, match="has no correct kernel yet \\(1 of 3 steps used\\)"):
+        svc.best_kernel(sid)
+    with pytest.raises(UserError, match="node 0 is the root"):
+        svc.node_kernel(sid, 0)
+    with pytest.raises(NotFound):
+        svc.node_kernel(sid, 7)
+
+
+def test_an_evaluation_that_raises_releases_the_step(tmp_path):
+    calls = {"n": 0}
+    fake = FakeJudge()
+
+    def flaky(task_id, source, progress=None):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("worker pool exploded")
+        return fake(task_id, source, progress)
+
+    svc = service(tmp_path / "db.sqlite3", judge=flaky)
+    sid = svc.start_search("t1", 3)
+    b = svc.next_step(sid)
+    with pytest.raises(RuntimeError, match="exploded"):
+        svc.expand_node(sid, b.step_id, kernel_source=kernel())
+    assert svc.next_step(sid).step_id == b.step_id
+    assert svc.expand_node(sid, b.step_id, kernel_source=kernel()).node_id == 1
+
+
+# -- the tree view ------------------------------------------------------------------------------
+
+def test_get_search_shows_statistics_step_indexes_and_a_best_curve(svc):
+    sid = svc.start_search("t1", 12, seed=3)
+    run(svc, sid, 12, seed=3)
+    tree = svc.get_search(sid, include_sources=True)
+    assert [n.step_index for n in tree.nodes] == list(range(13))
+    root = tree.nodes[0]
+    assert root.visits == 12 and root.total_reward == pytest.approx(sum(n.reward for n in tree.nodes[1:]))
+    for n in tree.nodes[1:]:
+        assert n.kernel_source and n.depth == tree.nodes[n.parent_id].depth + 1
+        assert n.max_reward >= n.reward and n.mean_reward == pytest.approx(n.total_reward / n.visits)
+    curve = [c for c in tree.best_curve if c is not None]
+    assert curve == sorted(curve) and curve[-1] == tree.best_speedup
+    assert svc.get_search(sid).nodes[1].kernel_source is None
+    listed = {s.search_id: s for s in svc.list_searches()}
+    assert listed[sid].steps_used == 12 and listed[sid].done
+
+
+# -- strategies ----------------------------------------------------------------------------------
+
+def test_iterative_refinement_is_a_chain_of_small_steps_after_one_large(svc):
+    sid = svc.start_search("t1", 15, strategy="iterative_refinement")
+    run(svc, sid, 15)
+    nodes = svc.get_search(sid).nodes
+    assert (nodes[1].parent_id, nodes[1].kind) == (0, "large")
+    assert all((n.parent_id, n.kind) == (n.node_id - 1, "small") for n in nodes[2:])
+
+
+def test_parallel_sampling_is_a_star_of_large_steps_with_no_pool(svc):
+    sid = svc.start_search("t1", 12, strategy="parallel_sampling")
+    for _ in range(12):
+        b = svc.next_step(sid)
+        assert b.kind == "large" and b.parent_node_id == 0 and b.pool == []
+        svc.expand_node(sid, b.step_id, **random_proposal(b, 0))
+    assert all((n.parent_id, n.kind) == (0, "large") for n in svc.get_search(sid).nodes[1:])
+
+
+def test_adaexplore_grows_a_tree_and_shows_correct_kernels_in_large_step_pools(svc):
+    sid = svc.start_search("t1", 60, seed=5)
+    pools = []
+    for _ in range(60):
+        b = svc.next_step(sid)
+        if b.kind == "large":
+            pools.append(b.pool)
+            if b.parent_node_id == 0:
+                assert b.pool == []
+        svc.expand_node(sid, b.step_id, **random_proposal(b, 5))
+    nodes = svc.get_search(sid).nodes
+    kinds = {n.kind for n in nodes[1:]}
+    assert kinds == {"large", "small"} and max(n.depth for n in nodes) >= 3
+    shown = [e for pool in pools for e in pool]
+    assert shown and all(e.evaluation.verdict == "passed" for e in shown)
+    for n in nodes[1:]:  # a node never gets a third small child
+        assert sum(1 for c in nodes if c.parent_id == n.node_id and c.kind == "small") <= 2
+
+
+# -- determinism and persistence -----------------------------------------------------------------
+
+def test_same_seed_and_verdicts_replay_the_same_tree(tmp_path):
+    a = service(tmp_path / "a.sqlite3")
+    b = service(tmp_path / "b.sqlite3")
+    sa, sb = a.start_search("t1", 40, seed=11), b.start_search("t1", 40, seed=11)
+    run(a, sa, 40, seed=1)
+    run(b, sb, 40, seed=1)
+    assert shape(a, sa) == shape(b, sb)
+    sc = a.start_search("t1", 40, seed=12)
+    run(a, sc, 40, seed=1)
+    assert [x[:3] for x in shape(a, sc)] != [x[:3] for x in shape(a, sa)]
+
+
+def test_a_restarted_server_resumes_the_same_pending_step_and_the_same_tree(tmp_path):
+    straight = service(tmp_path / "straight.sqlite3")
+    s1 = straight.start_search("t1", 30, seed=4)
+    run(straight, s1, 30, seed=2)
+
+    path = tmp_path / "restarted.sqlite3"
+    s2 = service(path).start_search("t1", 30, seed=4)
+    for _ in range(30):
+        pending = service(path).next_step(s2)
+        restarted = service(path)  # a new process would see exactly this
+        assert restarted.next_step(s2) == pending
+        restarted.expand_node(s2, pending.step_id, **random_proposal(pending, 2))
+    assert shape(service(path), s2) == shape(straight, s1)
+
+
+def test_a_second_process_continues_a_search(tmp_path):
+    path = tmp_path / "db.sqlite3"
+    svc = service(path)
+    sid = svc.start_search("t1", 20, seed=9)
+    run(svc, sid, 5, seed=3)
+    pending = svc.next_step(sid)  # cached tree in this process, pending step in the database
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_search_service import service, run
+        from pathlib import Path
+        svc = service(Path({str(path)!r}))
+        assert svc.next_step({sid!r}).step_id == {pending.step_id!r}
+        run(svc, {sid!r}, 10, seed=3)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    run(svc, sid, 5, seed=3)  # this process's cache is stale now and must notice
+    reference = service(tmp_path / "ref.sqlite3")
+    rid = reference.start_search("t1", 20, seed=9)
+    run(reference, rid, 20, seed=3)
+    assert shape(svc, sid) == shape(reference, rid)
+
+
+# -- CPU mode -----------------------------------------------------------------------------------
+
+def test_without_timing_correct_nodes_score_as_speedup_one_and_the_brief_says_so(tmp_path):
+    svc = service(tmp_path / "db.sqlite3", timing=False)
+    sid = svc.start_search("t1", 3)
+    b = svc.next_step(sid)
+    assert b.timing_available is False and "Timing is unavailable" in b.timing_note
+    assert "Timing is unavailable" in b.instructions
+    r1 = svc.expand_node(sid, b.step_id, kernel_source=kernel("passed", None, tag="a"))
+    assert r1.evaluation.speedup is None and r1.reward == pytest.approx(0.509091, abs=1e-6)
+    r2 = svc.expand_node(sid, svc.next_step(sid).step_id, kernel_source=kernel("passed", None, tag="b"))
+    assert r2.best.node_id == 1 and not r2.is_new_best  # ties go to the earliest
+    tree = svc.get_search(sid)
+    assert tree.best_curve == [None, 1.0, 1.0] and tree.best_speedup is None
+    assert json.loads(tree.model_dump_json())["nodes"][1]["speedup"] is None
