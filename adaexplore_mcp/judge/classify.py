@@ -137,7 +137,7 @@ def _candidate_frames(exc: BaseException, cand: CandidateFile | None) -> list[tr
     if cand is None:
         return []
     frames: list[traceback.FrameSummary] = []
-    for e in reversed(chain(exc)):  # innermost cause last -> its frames last
+    for e in chain(exc):  # outermost first: a cause was raised deeper in the stack, its frames go last
         tb: TracebackType | None = e.__traceback__
         frames.extend(f for f in traceback.extract_tb(tb) if f.filename == cand.path)
     return frames
