@@ -1,0 +1,94 @@
+"""A candidate that crashes, hangs, floods stdout or scribbles out of bounds costs one verdict, no more:
+the next evaluation in the same Judge works normally."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Verdict
+from tests.test_judge_cases import GOOD, candidate, cpu_settings, task
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory):
+    j = Judge(cpu_settings(tmp_path_factory.mktemp("judge")))
+    j.start(wait=True)
+    yield j
+    j.close()
+
+
+def _next_one_passes(judge: Judge) -> None:
+    ev = judge.evaluate(task(), GOOD)
+    assert ev.verdict == Verdict.passed, ev
+
+
+def test_os_exit_is_crashed_and_the_next_evaluation_passes(judge: Judge) -> None:
+    ev = judge.evaluate(task(), candidate("        affine(x)\n        os._exit(7)", extra="\nimport os\n"))
+    assert ev.verdict == Verdict.crashed
+    assert "exited with code 7" in ev.error.message
+    _next_one_passes(judge)
+
+
+def test_a_segfault_is_crashed_with_the_candidate_line_and_the_next_evaluation_passes(judge: Judge) -> None:
+    ev = judge.evaluate(task(), candidate("        affine(x)\n        ctypes.string_at(0)", extra="\nimport ctypes\n"))
+    assert ev.verdict == Verdict.crashed
+    assert "SIGSEGV" in ev.error.message
+    assert ev.error.source_line == "ctypes.string_at(0)"
+    _next_one_passes(judge)
+
+
+def test_an_endless_loop_times_out_saying_where_it_was_stuck_and_the_next_evaluation_passes(judge: Judge) -> None:
+    ev = judge.evaluate(task(), candidate("        while True:\n            x = x + 0\n        return affine(x)"),
+                        timeout_s=4)
+    assert ev.verdict == Verdict.timeout
+    assert "4s" in ev.error.message
+    assert ev.error.source_line in ("while True:", "x = x + 0")
+    _next_one_passes(judge)
+
+
+def test_flooding_stdout_cannot_reach_the_parents_stdout_and_the_next_evaluation_passes(judge: Judge) -> None:
+    flood = candidate("        print('x' * (10 * 1024 * 1024))\n        os.write(1, b'y' * 1024)\n        return affine(x)",
+                      extra="\nimport os\n")
+    ev = judge.evaluate(task(), flood)
+    assert ev.verdict == Verdict.passed
+    _next_one_passes(judge)
+
+
+def test_an_out_of_bounds_store_gives_a_sensible_verdict_and_the_next_evaluation_passes(judge: Judge) -> None:
+    # Triton 3.9's interpreter does not bounds-check: a store far past the end writes into unmapped
+    # memory and the process dies (SIGSEGV), or into the heap and glibc aborts later. Both are `crashed`.
+    oob = candidate("        y = torch.empty_like(x)\n        oob_kernel[(1,)](x, y, 10_000_000_000, BLOCK=128)\n        return y",
+                    extra='''
+@triton.jit
+def oob_kernel(x_ptr, y_ptr, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs + shift, tl.load(x_ptr + offs))
+''')
+    ev = judge.evaluate(task(), oob)
+    assert ev.verdict in (Verdict.crashed, Verdict.runtime_error), ev
+    _next_one_passes(judge)
+
+
+def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
+    """End to end: a server-like process whose stdout is the protocol stream sees none of the flood."""
+    script = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, {os.getcwd()!r})
+        from adaexplore_mcp.judge import Judge
+        from tests.test_judge_cases import candidate, cpu_settings, task
+        if __name__ == "__main__":
+            flood = candidate("        print('FLOOD' * 1000)\\n        return affine(x)")
+            with Judge(cpu_settings(Path({str(tmp_path)!r}))) as judge:
+                ev = judge.evaluate(task(), flood)
+            sys.stdout.write("RESULT " + ev.verdict.value)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
+                         cwd=os.getcwd())
+    assert out.stdout == "RESULT passed", (out.stdout[:500], out.stderr[-2000:])
