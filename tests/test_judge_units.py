@@ -1,0 +1,173 @@
+"""Pure parts of the judge, on synthetic data: timing summaries, rep planning, the error classifier,
+below-fp32 source analysis, and output comparison."""
+
+from __future__ import annotations
+
+import ast
+import random
+
+import pytest
+import torch
+from triton.compiler.errors import CompilationError
+from triton.runtime.errors import InterpreterError, OutOfResources
+
+from adaexplore_mcp.config import JudgeLimits
+from adaexplore_mcp.judge.classify import STAGE_RUN, CandidateFile, classify, from_fault_dump
+from adaexplore_mcp.judge.compare import aliased_output, compare, mutated_input
+from adaexplore_mcp.judge.precision import source_reasons
+from adaexplore_mcp.judge.timing import plan_reps, summarize
+from adaexplore_mcp.models import Verdict
+
+CAND_SRC = """import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = tl.float32(offs)
+    tl.store(x_ptr + offs, y)
+"""
+CAND = CandidateFile("/tmp/kernels/cand_abc.py", CAND_SRC)
+
+
+def test_summarize_reports_median_iqr_min_and_max() -> None:
+    s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (s.median_ms, s.min_ms, s.max_ms, s.reps) == (3.0, 1.0, 100.0, 5)
+    assert s.iqr_ms == pytest.approx(2.0)
+
+
+def test_summarize_is_robust_to_outliers_and_ignores_non_finite_samples() -> None:
+    rng = random.Random(0)
+    samples = [1.0 + rng.gauss(0, 0.01) for _ in range(200)] + [50.0] * 5 + [float("nan")]
+    s = summarize(samples)
+    assert s.median_ms == pytest.approx(1.0, abs=0.01) and s.reps == 205 and s.max_ms == 50.0
+
+
+def test_summarize_of_one_sample_has_zero_spread_and_of_none_raises() -> None:
+    assert summarize([2.5]).iqr_ms == 0.0
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_rep_planning_turns_the_budget_into_counts_within_limits() -> None:
+    limits = JudgeLimits(warmup_ms=25, timing_budget_ms=300, min_reps=10, max_reps=200)
+    assert plan_reps(1.0, limits) == (25, 200)  # 300 reps capped at 200
+    assert plan_reps(3.0, limits) == (8, 100)
+    assert plan_reps(100.0, limits) == (1, 10)  # slow calls still get min_reps
+    assert plan_reps(0.0, limits)[1] == 200
+
+
+def _compilation_error() -> CompilationError:
+    src = CAND_SRC[CAND_SRC.index("def k"):]
+    tree = ast.parse(src)
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "tl.float32")
+    return CompilationError(src, call, "TypeError(\"'dtype' object is not callable\")")
+
+
+def test_a_gpu_compilation_error_maps_to_the_candidate_line() -> None:
+    c = classify(_compilation_error(), STAGE_RUN, CAND)
+    assert c.verdict == Verdict.compile_error and not c.poisoned
+    assert c.error.exception == "CompilationError"
+    assert c.error.source_lineno == 7 and c.error.source_line == "y = tl.float32(offs)"
+    assert "not callable" in c.error.message
+
+
+def test_a_compilation_error_wrapped_in_a_runtime_error_is_still_a_compile_error() -> None:
+    try:
+        try:
+            raise _compilation_error()
+        except CompilationError as inner:
+            raise RuntimeError("autotuner failed") from inner
+    except RuntimeError as exc:
+        c = classify(exc, STAGE_RUN, CAND)
+    assert c.verdict == Verdict.compile_error and c.error.source_lineno == 7
+
+
+def test_interpreter_errors_are_compile_errors_except_failed_device_asserts() -> None:
+    def wrapped(inner: BaseException) -> InterpreterError:
+        try:
+            try:
+                raise inner
+            except BaseException as e:
+                raise InterpreterError(repr(e)) from e
+        except InterpreterError as outer:
+            return outer
+
+    assert classify(wrapped(TypeError("bad")), STAGE_RUN, CAND).verdict == Verdict.compile_error
+    assert classify(wrapped(AssertionError("x < n")), STAGE_RUN, CAND).verdict == Verdict.runtime_error
+
+
+def test_out_of_resources_is_a_compile_error() -> None:
+    c = classify(OutOfResources(232448, 101376, "shared memory"), STAGE_RUN, None)
+    assert c.verdict == Verdict.compile_error and "Reducing block sizes" in c.error.message
+
+
+def test_context_poisoning_cuda_errors_are_crashes_that_discard_the_worker() -> None:
+    exc = RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be ...")
+    c = classify(exc, STAGE_RUN, CAND)
+    assert c.verdict == Verdict.crashed and c.poisoned
+    plain = classify(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), STAGE_RUN, CAND)
+    assert plain.verdict == Verdict.runtime_error and not plain.poisoned
+
+
+def test_a_fault_dump_names_the_innermost_candidate_frame() -> None:
+    dump = ('Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n'
+            f'  File "{CAND.path}", line 7 in k\n  File "{CAND.path}", line 8 in forward\n')
+    d = from_fault_dump(dump, CAND, "the worker died", "WorkerCrashed")
+    assert d.source_lineno == 7 and "Segmentation fault" in d.message and CAND.path not in d.excerpt
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ("acc = tl.dot(a, b)", "tl.dot without input_precision='ieee'"),
+        ("x = x.to(tl.bfloat16)", "tl.bfloat16"),
+        ("y = x.half()", ".half()"),
+        ("y = x.to(torch.float16)", "torch.float16"),
+        ("with torch.autocast('cuda'):\n    pass", "autocast"),
+        ("torch.backends.cuda.matmul.allow_tf32 = True", "allow_tf32"),
+    ],
+)
+def test_source_analysis_flags_computation_below_fp32(snippet: str, expected: str) -> None:
+    reasons, _ = source_reasons(snippet)
+    assert any(expected in r for r in reasons), reasons
+
+
+def test_ieee_dots_and_plain_fp32_code_are_not_flagged() -> None:
+    reasons, tf32 = source_reasons("acc = tl.dot(a, b, input_precision='ieee')\ny = x.to(tl.float32)\n")
+    assert reasons == [] and not tf32
+    assert source_reasons("acc = tl.dot(a, b, allow_tf32=False)") == ([], False)
+
+
+def test_comparison_passes_within_tolerance_and_reports_the_worst_element_otherwise() -> None:
+    ref = torch.zeros(4, 5)
+    assert compare(ref, ref + 0.005, 0, 1e-2, 1e-2, 1e-2) is None
+    bad = ref.clone()
+    bad[2, 3] = 1.0
+    m = compare(ref, bad, 2, 1e-2, 1e-2, 1e-2)
+    assert m["reason"] == "values" and m["worst_index"] == [2, 3] and m["trial"] == 2
+    assert m["mismatched_fraction"] == pytest.approx(1 / 20)
+
+
+def test_comparison_checks_output_count_dtype_and_tuple_outputs() -> None:
+    a = torch.ones(3)
+    assert compare((a, a), (a,), 0, 1e-2, 1e-2, 1e-2)["reason"] == "count"
+    assert compare((a, a), [a, a.double()], 0, 1e-2, 1e-2, 1e-2)["reason"] == "dtype"
+    assert compare(a, "x", 0, 1e-2, 1e-2, 1e-2)["reason"] == "type"
+
+
+def test_the_norm_check_catches_many_small_errors_the_elementwise_check_allows() -> None:
+    ref = torch.ones(10000) * 0.1
+    out = ref + 0.0099  # each element within atol, every one off in the same direction
+    m = compare(ref, out, 0, 1e-2, 1e-2, 1e-2)
+    assert m is not None and m["reason"] == "norm"
+
+
+def test_mutation_and_alias_checks() -> None:
+    x = torch.randn(8)
+    assert mutated_input([x], [x.clone()]) is None
+    y = x.clone()
+    y[0] += 1
+    assert mutated_input([x], [y]) == 0
+    assert mutated_input([torch.tensor([float("nan")])], [torch.tensor([float("nan")])]) is None
+    assert aliased_output(x[2:], [x]) == (0, 0) and aliased_output(x.clone(), [x]) is None
