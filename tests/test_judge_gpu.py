@@ -1,0 +1,96 @@
+"""The judge on a real GPU: timing, TF32 flags, fatal CUDA errors, stability, latency. Not run in CI."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from adaexplore_mcp.config import Settings
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Verdict
+from tests.test_judge_cases import AFFINE_TASK, GOOD, LINEAR_KERNEL, LINEAR_TASK, candidate, task
+
+pytestmark = pytest.mark.gpu
+
+BIG_AFFINE = AFFINE_TASK.replace("N = 512", "N = 1 << 24")
+BIG = {"source": BIG_AFFINE, "name": "affine_big"}
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    j = Judge(Settings(home=tmp_path_factory.mktemp("judge"), device="cuda"), device_indices=[0])
+    j.start(wait=True)
+    yield j
+    j.close()
+
+
+def test_a_correct_candidate_passes_with_interleaved_timing_and_speedups(judge: Judge) -> None:
+    ev = judge.evaluate(task(**BIG), GOOD)
+    assert ev.verdict == Verdict.passed, ev
+    assert ev.backend == "cuda" and ev.shapes == "full" and ev.device_index == 0
+    assert ev.timing is not None and ev.timing.gpu and ev.timing.reference_tf32 is not None
+    assert ev.speedup is not None and ev.speedup > 0 and ev.speedup_tf32 is not None
+    assert ev.timing.candidate.reps >= judge.settings.limits.min_reps
+    assert (judge.settings.home / "locks" / "gpu0.lock").exists()
+
+
+def test_a_default_precision_tl_dot_is_flagged_and_an_ieee_one_is_not(judge: Judge) -> None:
+    linear = task(LINEAR_TASK, name="linear")
+    tf32 = judge.evaluate(linear, LINEAR_KERNEL)
+    assert tf32.verdict == Verdict.passed, tf32
+    assert tf32.precision.below_fp32 and tf32.speedup_tf32 is not None
+    ieee = judge.evaluate(linear, LINEAR_KERNEL.replace("tl.dot(a, w)", "tl.dot(a, w, input_precision='ieee')"))
+    assert ieee.verdict == Verdict.passed and not ieee.precision.below_fp32, ieee.precision
+    assert not tf32.unconfirmed and not ieee.unconfirmed
+
+
+def test_a_triton_compile_error_on_the_gpu_points_at_the_candidate_line(judge: Judge) -> None:
+    bad = GOOD.replace("tl.store(y_ptr + offs, x * 2 + 1, mask=mask)",
+                       "tl.store(y_ptr + offs, tl.float32(x) * 2 + 1, mask=mask)")
+    ev = judge.evaluate(task(), bad)
+    assert ev.verdict == Verdict.compile_error, ev
+    assert ev.error.source_line is not None and "tl.float32(x)" in ev.error.source_line, ev.error
+
+
+def test_an_illegal_memory_access_is_crashed_and_the_next_evaluation_passes(judge: Judge) -> None:
+    oob = candidate("        y = torch.empty_like(x)\n        oob_kernel[(1,)](x, y, 1 << 40, BLOCK=128)\n        return y",
+                    extra='''
+@triton.jit
+def oob_kernel(x_ptr, y_ptr, shift, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs + shift, tl.load(x_ptr + offs))
+''')
+    ev = judge.evaluate(task(), oob)
+    assert ev.verdict == Verdict.crashed, ev
+    again = judge.evaluate(task(), GOOD)
+    assert again.verdict == Verdict.passed, again
+
+
+def test_a_candidate_that_goes_wrong_only_when_timed_is_rejected(judge: Judge) -> None:
+    sneaky = candidate(
+        "        self.calls += 1\n        y = affine(x)\n        return y if self.calls <= 5 else y * 0",
+        init="        self.calls = 0")
+    ev = judge.evaluate(task(**BIG), sneaky)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "timed_output_mismatch", ev
+
+
+def test_timing_the_same_candidate_five_times_is_stable_within_three_percent(judge: Judge) -> None:
+    speedups = [judge.evaluate(task(**BIG), GOOD).speedup for _ in range(5)]
+    assert all(s is not None for s in speedups)
+    spread = max(speedups) / min(speedups) - 1
+    assert spread <= 0.03, speedups
+
+
+def test_warm_evaluation_latency_is_under_a_second_and_a_half(judge: Judge) -> None:
+    judge.evaluate(task(**BIG), GOOD)
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        assert judge.evaluate(task(**BIG), GOOD).verdict == Verdict.passed
+        times.append(time.perf_counter() - t0)
+    assert statistics.median(times) <= 1.5, times
