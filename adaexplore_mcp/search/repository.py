@@ -1,8 +1,9 @@
 """The search's tables and every SQL statement that touches them.
 
 searches: one row per search (strategy, budget, seed, parameters, counters, a version bumped on each change)
-nodes:    one row per node, its statistics N/W/M, its evaluation and kernel (large columns last, so loading
-          the tree's structure never reads them)
+nodes:    one row per node with its statistics N/W/M: small rows, so backpropagation along a deep path
+          and loading a whole tree touch few pages
+node_payloads: the node's kernel source and full evaluation (kilobytes), read only for the nodes shown
 steps:    every step handed out: pending -> claimed (being evaluated) -> done; at most one open per search
 """
 
@@ -49,8 +50,14 @@ CREATE TABLE nodes (
     step_id TEXT,
     created_at REAL NOT NULL,
     note TEXT NOT NULL DEFAULT '',
-    evaluation TEXT,
-    kernel_source TEXT,
+    PRIMARY KEY (search_id, node_id)
+);
+
+CREATE TABLE node_payloads (
+    search_id TEXT NOT NULL,
+    node_id INTEGER NOT NULL,
+    evaluation TEXT NOT NULL,
+    kernel_source TEXT NOT NULL,
     PRIMARY KEY (search_id, node_id)
 );
 
@@ -136,32 +143,38 @@ def node_rows(conn: sqlite3.Connection, search_id: str, node_ids: Sequence[int],
               evaluations: bool = False) -> dict[int, sqlite3.Row]:
     if not node_ids:
         return {}
-    cols = "node_id, parent_id, kind, verdict, speedup, reward, note"
+    cols = "n.node_id, n.parent_id, n.kind, n.verdict, n.speedup, n.reward, n.note"
     if sources:
-        cols += ", kernel_source"
+        cols += ", p.kernel_source"
     if evaluations:
-        cols += ", evaluation"
+        cols += ", p.evaluation"
     rows = conn.execute(
-        f"SELECT {cols} FROM nodes WHERE search_id = ? AND node_id IN (SELECT value FROM json_each(?))",
+        f"SELECT {cols} FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.search_id AND p.node_id = n.node_id"
+        " WHERE n.search_id = ? AND n.node_id IN (SELECT value FROM json_each(?))",
         (search_id, json.dumps(list(node_ids))),
     ).fetchall()
     return {r["node_id"]: r for r in rows}
 
 
 def all_node_rows(conn: sqlite3.Connection, search_id: str, *, sources: bool) -> list[sqlite3.Row]:
-    cols = f"{_TREE_COLUMNS}, note, created_at" + (", kernel_source" if sources else "")
-    return conn.execute(f"SELECT {cols} FROM nodes WHERE search_id = ? ORDER BY node_id", (search_id,)).fetchall()
+    cols = ", ".join(f"n.{c.strip()}" for c in _TREE_COLUMNS.split(",")) + ", n.note, n.created_at"
+    if sources:
+        cols += ", p.kernel_source"
+    return conn.execute(
+        f"SELECT {cols} FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.search_id AND p.node_id = n.node_id"
+        " WHERE n.search_id = ? ORDER BY n.node_id", (search_id,)).fetchall()
 
 
 def insert_node(tx: sqlite3.Connection, search_id: str, node: TreeNode, step_id: str, note: str,
                 evaluation_json: str, kernel_source: str) -> None:
     tx.execute(
         "INSERT INTO nodes (search_id, node_id, parent_id, kind, depth, verdict, speedup, reward, visits,"
-        " total_reward, max_reward, step_id, created_at, note, evaluation, kernel_source)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, ?)",
+        " total_reward, max_reward, step_id, created_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)",
         (search_id, node.node_id, node.parent_id, node.kind, node.depth, node.verdict, node.speedup, node.reward,
-         step_id, time.time(), note, evaluation_json, kernel_source),
+         step_id, time.time(), note),
     )
+    tx.execute("INSERT INTO node_payloads (search_id, node_id, evaluation, kernel_source) VALUES (?, ?, ?, ?)",
+               (search_id, node.node_id, evaluation_json, kernel_source))
 
 
 def backpropagate(tx: sqlite3.Connection, search_id: str, node_ids: Iterable[int], r: float) -> None:
