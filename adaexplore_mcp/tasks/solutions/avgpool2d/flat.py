@@ -1,4 +1,4 @@
-BLOCK_SIZE = 512  # tunable: 128, 256, 512, 1024, 2048
+BLOCK_SIZE = 256  # tunable: 128, 256, 512, 1024, 2048
 NUM_WARPS = 4  # tunable: 2, 4, 8
 
 import torch

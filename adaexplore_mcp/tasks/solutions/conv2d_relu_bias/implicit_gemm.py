@@ -1,6 +1,6 @@
 BLOCK_M = 128  # tunable: 32, 64, 128
 BLOCK_N = 64  # tunable: 16, 32, 64
-BLOCK_K = 16  # tunable: 16, 32
+BLOCK_K = 32  # tunable: 16, 32
 NUM_WARPS = 4  # tunable: 4, 8
 NUM_STAGES = 3  # tunable: 2, 3
 

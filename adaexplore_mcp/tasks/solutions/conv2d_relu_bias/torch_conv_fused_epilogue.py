@@ -1,5 +1,5 @@
 BLOCK_HW = 1024  # tunable: 256, 512, 1024, 2048
-NUM_WARPS = 4  # tunable: 2, 4, 8
+NUM_WARPS = 8  # tunable: 2, 4, 8
 
 import torch
 import torch.nn as nn

@@ -1,5 +1,5 @@
-BLOCK_N = 1024  # tunable: 256, 512, 1024, 2048
-NUM_WARPS = 4  # tunable: 2, 4, 8
+BLOCK_N = 256  # tunable: 256, 512, 1024, 2048
+NUM_WARPS = 2  # tunable: 2, 4, 8
 
 import torch
 import torch.nn as nn

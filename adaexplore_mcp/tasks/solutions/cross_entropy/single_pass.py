@@ -1,4 +1,4 @@
-NUM_WARPS = 8  # tunable: 4, 8, 16
+NUM_WARPS = 4  # tunable: 4, 8, 16
 
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-BLOCK_SIZE = 2048  # tunable: 512, 1024, 2048, 4096
+BLOCK_SIZE = 4096  # tunable: 512, 1024, 2048, 4096
 NUM_WARPS = 8  # tunable: 4, 8, 16
 
 import torch

@@ -1,4 +1,4 @@
-NUM_WARPS = 8  # tunable: 4, 8, 16
+NUM_WARPS = 16  # tunable: 4, 8, 16
 
 import torch
 import torch.nn as nn

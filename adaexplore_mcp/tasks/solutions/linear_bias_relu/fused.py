@@ -2,7 +2,7 @@ BLOCK_M = 128  # tunable: 32, 64, 128
 BLOCK_N = 128  # tunable: 32, 64, 128
 BLOCK_K = 32  # tunable: 16, 32
 GROUP_M = 8  # tunable: 1, 4, 8, 16
-NUM_WARPS = 8  # tunable: 4, 8
+NUM_WARPS = 4  # tunable: 4, 8
 NUM_STAGES = 3  # tunable: 2, 3, 4
 
 import torch

@@ -1,8 +1,8 @@
-BLOCK_M = 64  # tunable: 32, 64, 128
+BLOCK_M = 128  # tunable: 32, 64, 128
 BLOCK_N = 128  # tunable: 64, 128
-BLOCK_K = 32  # tunable: 16, 32
+BLOCK_K = 16  # tunable: 16, 32
 NUM_WARPS = 4  # tunable: 4, 8
-NUM_STAGES = 3  # tunable: 2, 3, 4
+NUM_STAGES = 4  # tunable: 2, 3, 4
 EPI_BLOCK = 1024  # tunable: 512, 1024, 2048
 
 import torch

@@ -1,5 +1,5 @@
 BLOCK_N = 2048  # tunable: 256, 512, 1024, 2048, 4096
-NUM_WARPS = 8  # tunable: 2, 4, 8, 16
+NUM_WARPS = 16  # tunable: 2, 4, 8, 16
 
 import torch
 import torch.nn as nn

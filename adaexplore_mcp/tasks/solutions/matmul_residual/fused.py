@@ -1,4 +1,4 @@
-BLOCK_M = 128  # tunable: 32, 64, 128
+BLOCK_M = 64  # tunable: 32, 64, 128
 BLOCK_N = 128  # tunable: 32, 64, 128
 BLOCK_K = 32  # tunable: 16, 32
 GROUP_M = 8  # tunable: 1, 4, 8, 16

@@ -1,5 +1,5 @@
-ROWS_PER_PROGRAM = 4  # tunable: 1, 2, 4, 8
-BLOCK_N = 512  # tunable: 256, 512, 1024
+ROWS_PER_PROGRAM = 1  # tunable: 1, 2, 4, 8
+BLOCK_N = 1024  # tunable: 256, 512, 1024
 NUM_WARPS = 4  # tunable: 4, 8
 
 import torch

@@ -1,4 +1,4 @@
-BLOCK_N = 1024  # tunable: 128, 256, 512, 1024, 2048
+BLOCK_N = 2048  # tunable: 128, 256, 512, 1024, 2048
 NUM_WARPS = 4  # tunable: 2, 4, 8
 
 import torch

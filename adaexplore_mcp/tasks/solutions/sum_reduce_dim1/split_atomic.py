@@ -1,6 +1,6 @@
-BLOCK_R = 32  # tunable: 16, 32, 64
-BLOCK_C = 128  # tunable: 64, 128, 256
-SPLIT_R = 8  # tunable: 2, 4, 8, 16
+BLOCK_R = 16  # tunable: 16, 32, 64
+BLOCK_C = 64  # tunable: 64, 128, 256
+SPLIT_R = 2  # tunable: 2, 4, 8, 16
 NUM_WARPS = 4  # tunable: 4, 8
 
 import torch

@@ -1,5 +1,5 @@
 BLOCK_R = 32  # tunable: 8, 16, 32, 64
-BLOCK_C = 64  # tunable: 32, 64, 128, 256
+BLOCK_C = 32  # tunable: 32, 64, 128, 256
 NUM_WARPS = 4  # tunable: 2, 4, 8
 
 import torch

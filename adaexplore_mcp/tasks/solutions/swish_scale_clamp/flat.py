@@ -1,4 +1,4 @@
-BLOCK_SIZE = 2048  # tunable: 512, 1024, 2048, 4096, 8192
+BLOCK_SIZE = 1024  # tunable: 512, 1024, 2048, 4096, 8192
 NUM_WARPS = 8  # tunable: 2, 4, 8, 16
 
 import torch
