@@ -1,0 +1,69 @@
+"""The `optimize_module` prompt: teaches an assistant the whole loop with this server's tools.
+
+Plain text, no MCP import: server.py registers it (e.g. `mcp.prompt()(optimize_module)`).
+"""
+
+from __future__ import annotations
+
+MAX_BUDGET = 500
+
+_LOOP = """You are optimizing a PyTorch module by writing Triton kernels. The adaexplore-mcp server is the judge and the \
+search: it checks and times every kernel you write, keeps a tree of candidates, decides which one to grow next and how, \
+and shows you the validity rules learned from earlier failures. You write kernels; the server decides.
+
+1. Task. Put the user's module in KernelBench format: a top-level `class Model(nn.Module)`, `get_inputs()` returning \
+the forward inputs and `get_init_inputs()` returning the constructor arguments, with sizes as top-level integer \
+constants (`batch_size = 128`). Call `create_task(name, reference_source)`; add `small_shapes` (e.g. \
+{{"batch_size": 8}}) to override those constants when there is no GPU and kernels run under the CPU interpreter. \
+Keep the task_id. If the result says `degenerate`, fix the inputs: a constant output would pass it.
+
+2. Search. Call `start_search(task_id, budget={budget}, seed=0, strategy="adaexplore")`. Then loop:
+- `next_step(search_id)` returns a brief: the step kind, the parent kernel, the `rules`, the task and `steps_left`.
+- Small step: make a focused change to the parent kernel (fix its error, or one optimization). Read `working_memory`, \
+the recent refinement chain with each kernel's verdict, error and speedup: do not repeat what already failed. Answer \
+with `edits`, a list of {{"old", "new"}} exact replacements in the parent kernel; each `old` must occur exactly once.
+- Large step: write a complete new ModelNew, meant to beat every kernel in the brief's `pool` (the best kernels of \
+other branches). Try a different idea (tiling, fusion, data layout), not a copy.
+- Every kernel must respect every rule in `rules`.
+- Submit with `expand_node(search_id, step_id, kernel_source=... or edits=[...], note="what you tried, one line")`. \
+The result holds the verdict, the speedup, whether it is a new best, and `steps_left`.
+- Stop when `done` is true or `steps_left` is 0. Failures are normal; they stay in the tree, and a small step from a \
+failed node is a repair. Do not stop early because one kernel failed.
+
+3. Result. `best_kernel(search_id)` gives the best correct kernel (highest speedup over the whole tree). \
+`export_kernel(search_id)` gives it as a standalone KernelBench file; `search_report(search_id)` gives a report with \
+the speedup curve and the tree. Show the user the speedup, the GPU and the exported file."""
+
+_CONTRACT = """The ModelNew contract (the judge enforces it):
+- `class ModelNew(nn.Module)` with the same constructor and forward signature as Model, and the same parameter and \
+buffer names, so Model's weights copy into it. Keep the same output shapes and dtypes.
+- The work is done in your `@triton.jit` kernels, launched from forward. Calling the PyTorch op you replace (or \
+returning the reference's output) is rejected; allocation, reshapes and views in Python are fine.
+- Compute in float32 unless the task says otherwise. The reference is timed in strict fp32, so in `tl.dot` pass \
+`input_precision="ieee"`: TF32 is faster but less exact, and may fail the check or win an unfair speedup.
+- Inputs must stay unchanged; write only to tensors you allocated. Use masks on loads and stores for ragged edges.
+- Without a GPU the kernel runs under Triton's CPU interpreter: correctness is checked, timing is not (speedup null)."""
+
+_ONE_OFF = """One-off check, no search: `create_task(...)`, then `evaluate_kernel(task_id, kernel_source)` judges a \
+single ModelNew. Read the verdict (passed, compile_error, runtime_error, mismatch, timeout, crashed, rejected), the \
+error line or where outputs differ, and the `rules` the failure falls under; fix and evaluate again."""
+
+
+def optimize_module(module_source: str = "", budget: int = 20) -> str:
+    """Optimize a PyTorch module with Triton kernels: the full create_task -> search -> export loop."""
+    budget = max(1, min(int(budget), MAX_BUDGET))
+    parts = [_LOOP.format(budget=budget), _CONTRACT, _ONE_OFF]
+    if module_source.strip():
+        parts.append(
+            "The module to optimize (convert it to KernelBench format first if it is not):\n\n"
+            f"```python\n{module_source.strip()}\n```"
+        )
+    else:
+        parts.append("Ask the user for the PyTorch module to optimize if it is not already in the conversation.")
+    return "\n\n".join(parts)
+
+
+# The name the brief asks for; the prompt is a function of its arguments.
+OPTIMIZE_MODULE_PROMPT = optimize_module
+
+__all__ = ["OPTIMIZE_MODULE_PROMPT", "optimize_module"]
