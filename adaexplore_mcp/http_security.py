@@ -17,6 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import os
 import re
 import socket
 from collections.abc import Iterable
@@ -26,6 +27,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
+# Further Host names clients use (comma-separated), e.g. "gpu-box.lan,gpu-box.lan:443" behind a proxy.
+ALLOWED_HOSTS_ENV = "ADAEXPLORE_ALLOWED_HOSTS"
 MCP_PATH = "/mcp"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -127,14 +130,17 @@ def build_http_app(
     port: int,
     token: str | None,
     *,
-    extra_hosts: Iterable[str] = (),
+    extra_hosts: Iterable[str] | None = None,
     max_body_bytes: int = MAX_REQUEST_BODY_BYTES,
 ) -> ASGIApp:
     """The streamable HTTP app of `server` (an MCPServer) at /mcp, with token, Host/Origin and size checks.
 
-    Raises InsecureBindError when `host` is not loopback and no token is given.
+    `extra_hosts` (default: $ADAEXPLORE_ALLOWED_HOSTS, comma-separated) are further Host names
+    clients may use. Raises InsecureBindError when `host` is not loopback and no token is given.
     """
     check_bind(host, token)
+    if extra_hosts is None:
+        extra_hosts = [h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=max_body_bytes,

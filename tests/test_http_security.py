@@ -137,3 +137,13 @@ def test_allowed_hosts_derive_from_host_and_port():
     assert "10.0.0.5:9000" in settings.allowed_hosts and "gpu1.lan:9000" in settings.allowed_hosts
     assert "proxy:443" in settings.allowed_hosts
     assert "http://localhost:9000" in settings.allowed_origins
+
+
+def test_extra_host_names_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ADAEXPLORE_ALLOWED_HOSTS", "gpu-box.lan, proxy.example.com:443")
+    app = build_http_app(_server(), "0.0.0.0", PORT, TOKEN)
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    with TestClient(app, base_url=f"http://gpu-box.lan:{PORT}") as client:
+        assert _post(client, headers=auth).status_code == 200
+        assert _post(client, headers={**auth, "host": "proxy.example.com:443"}).status_code == 200
+        assert _post(client, headers={**auth, "host": f"other.lan:{PORT}"}).status_code == 421
