@@ -360,3 +360,16 @@ def test_without_timing_correct_nodes_score_as_speedup_one_and_the_brief_says_so
     tree = svc.get_search(sid)
     assert tree.best_curve == [None, 1.0, 1.0] and tree.best_speedup is None
     assert json.loads(tree.model_dump_json())["nodes"][1]["speedup"] is None
+
+
+def test_a_store_opened_before_the_search_tables_were_registered_gets_them(tmp_path, monkeypatch):
+    from adaexplore_mcp import store as store_module
+
+    monkeypatch.setattr(store_module, "_EXTRA_MIGRATIONS",
+                        [m for m in store_module._EXTRA_MIGRATIONS if m[0] != 2])
+    bare = Store(tmp_path / "db.sqlite3")
+    assert bare.read_one("SELECT 1 FROM sqlite_master WHERE name = 'searches'") is None
+    monkeypatch.undo()
+    svc = SearchService(bare, FakeJudge(), lookup)
+    sid = svc.start_search("t1", 2)
+    assert svc.next_step(sid).kind == "large"

@@ -10,24 +10,29 @@ import random
 from adaexplore_mcp.search.tree import MEMORY_SIZE, POOL_SIZE, Tree
 
 
-def refinement_chain(tree: Tree, p: int) -> list[int]:
-    """The chain from p's nearest large-step ancestor (inclusive) down to p, oldest first."""
-    chain = []
+def refinement_chain(tree: Tree, p: int, limit: int | None = None) -> list[int]:
+    """The chain from p's nearest large-step ancestor (inclusive) down to p, oldest first.
+
+    With `limit`, only its last `limit` nodes (the walk up stops there: chains can be thousands long).
+    """
+    chain: list[int] = []
     current = tree.nodes[p]
-    while True:
+    while limit is None or len(chain) < limit:
+        if current.kind == "root":
+            break
         chain.append(current.node_id)
         if current.kind != "small" or current.parent_id is None:
             break
         current = tree.nodes[current.parent_id]
     chain.reverse()
-    return [i for i in chain if tree.nodes[i].kind != "root"]
+    return chain
 
 
 def working_memory(tree: Tree, p: int, size: int = MEMORY_SIZE) -> list[int]:
     """The last `size` nodes of p's refinement chain (oldest first, p last). Failed nodes included."""
     if size <= 0:
         return []
-    return refinement_chain(tree, p)[-size:]
+    return refinement_chain(tree, p, limit=size)
 
 
 def representative_pool(tree: Tree, p: int, rng: random.Random, size: int = POOL_SIZE) -> list[int]:

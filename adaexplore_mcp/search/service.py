@@ -48,6 +48,8 @@ class SearchService:
                  gpu: str | None = None, max_source_bytes: int = MAX_SOURCE_BYTES,
                  claim_timeout_s: float = CLAIM_TIMEOUT_S) -> None:
         self.store = store
+        if store.read_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'searches'") is None:
+            store._migrate()  # the Store was opened before this package registered its tables
         self._evaluate = evaluate
         self._task_lookup = task_lookup
         self._rules = rules_provider
@@ -255,7 +257,7 @@ class SearchService:
                 R.backpropagate(tx, search_id, path, r)
                 version = R.finish_step(tx, search_id, step["step_id"], node.node_id, best_id, best_speedup)
             tree.add(node)
-            backpropagate(tree, node.node_id, r)
+            backpropagate(tree, node.node_id, r, path)
             tree.version = version
             best = self._best_summary(search_id, tree)
         used = row["steps_used"] + 1

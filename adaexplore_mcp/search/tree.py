@@ -95,10 +95,11 @@ class Tree:
     def path_to_root(self, node_id: int) -> list[int]:
         """node_id, its parent, ..., the root."""
         out = []
+        nodes = self.nodes
         current: int | None = node_id
         while current is not None:
             out.append(current)
-            current = self.nodes[current].parent_id
+            current = nodes[current].parent_id
         return out
 
 
@@ -196,14 +197,19 @@ def choose_step(
     return "small"
 
 
-def backpropagate(tree: Tree, node_id: int, r: float) -> list[int]:
-    """The node and every ancestor: N += 1, W += r, M = max(M, r). Returns the ids touched."""
-    touched = tree.path_to_root(node_id)
+def backpropagate(tree: Tree, node_id: int, r: float, path: list[int] | None = None) -> list[int]:
+    """The node and every ancestor: N += 1, W += r, M = max(M, r). Returns the ids touched.
+
+    `path` (node_id up to the root) may be passed when the caller already computed it.
+    """
+    touched = tree.path_to_root(node_id) if path is None else path
+    nodes = tree.nodes
     for i in touched:
-        n = tree.nodes[i]
+        n = nodes[i]
         n.visits += 1
         n.total_reward += r
-        n.max_reward = max(n.max_reward, r)
+        if r > n.max_reward:
+            n.max_reward = r
     return touched
 
 
