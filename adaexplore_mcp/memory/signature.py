@@ -1,0 +1,225 @@
+"""Error signatures: the same mistake in different kernels and tasks -> one short, stable key.
+
+Pure functions of (exception, message, traceback text); deterministic; no triton import.
+
+    signature("CompilationError", ..., text) == "CompilationError: 'dtype' object is not callable"
+
+Steps:
+1. Split the traceback into its chain of exceptions (root cause first).
+2. Unwrap Triton's wrappers: a `CompilationError` (front end) or `InterpreterError` (CPU
+   interpreter) carries the real error as `TypeError("...")`, as plain text after the source excerpt,
+   or as its `__cause__` (earlier in the chain). Errors raised inside kernel code are labelled
+   `CompilationError` whichever path raised them, so the interpreter and the compiler agree; errors
+   raised on the host side (argument binding, launch) keep their own type.
+3. Normalize the message: drop paths, line/column numbers, hex addresses, identifiers, literal values,
+   shapes and dtypes; keep the message's fixed words, the Triton API named (`tl.load`) and Python/Triton
+   type names (`tensor`, `dtype`, `constexpr`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Exceptions that only wrap the real error raised inside kernel code.
+WRAPPERS = frozenset({
+    "CompilationError", "InterpreterError", "UnsupportedLanguageConstruct", "CompileTimeAssertionFailure",
+    "TritonError",
+})
+KERNEL_KIND = "CompilationError"
+MAX_MESSAGE = 160
+
+_CHAIN_SEPARATORS = re.compile(
+    r"^(?:The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:)\s*$",
+    re.M,
+)
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Construct|Timeout|Interrupt|Exit|Crashed)"
+                       r"|[A-Za-z_][\w]*\.[\w.]*[A-Z]\w*)(?::[ \t]?(.*))?$")
+_REPR = re.compile(r"""^([A-Za-z_]\w*)\((['"])(.*)\2\)$""", re.S)
+_EXCERPT_HEAD = re.compile(r"^at \d+:\d+:\s*$")
+_CARET = re.compile(r"^\s*\^+\s*$")
+
+_DTYPES = (r"(?:fp8e4nv|fp8e4b15|fp8e5|fp8e4b8|fp8e5b16|fp16|bf16|fp32|fp64|tf32|float8\w*|float16|float32|float64|"
+           r"bfloat16|u?int1|u?int8|u?int16|u?int32|u?int64|i1|i8|i16|i32|i64|f16|f32|f64)")
+_KEEP_QUOTED = {
+    "tensor", "dtype", "int", "float", "str", "list", "tuple", "dict", "bool", "NoneType", "function",
+    "module", "torch.dtype", "triton.language", "constexpr", "block_type", "pointer_type", "Tensor",
+    "JITFunction", "builtin_function_or_method", "numpy.ndarray", "ndarray",
+}
+
+# (pattern, replacement), applied in order to the unwrapped first line of the message.
+_RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in [
+    (r"<class '(?:[\w]+\.)*(\w+)'>", r"<class \1>"),
+    (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-<>]+){2,}[\\/]?", "<path>"),
+    (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
+    (r"\bline \d+\b", "line <n>"),
+    (r"\bat \d+:\d+\b", "at <loc>"),
+    (r"<\[[^\]]*\],\s*[\w<>]+>", "<block>"),
+    (r"\btriton\.language\.(?:core\.)?" + _DTYPES + r"\b", "<dtype>"),
+    (r"\btl\." + _DTYPES + r"\b", "tl.<dtype>"),
+    (r"\btorch\." + _DTYPES + r"\b", "torch.<dtype>"),
+    (r"(?<![\w.])" + _DTYPES + r"(?![\w])", "<dtype>"),
+    (r"\bglobal variable \w+", "global variable <name>"),
+    (r"\bhas no attribute '?\w+'?", "has no attribute <name>"),
+    (r"\bfor shape \[.*\]", "for shape <shape>"),
+    (r"(?:\bname )?'?\b(\w+)'? is not defined", "name <name> is not defined"),
+    (r"\bkeyword argument '?\w+'?", "keyword argument <name>"),
+    (r"\bof type: \S+", "of type: <type>"),
+    (r"\b[A-Za-z_]\w*\(\)", "<fn>()"),
+]]
+_NUMBER = re.compile(r"(?<![\w<.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w>])")
+_QUOTED = re.compile(r"""'([^'\n]*)'|"([^"\n]*)"|`([^`\n]*)`""")
+_RUNS = [(re.compile(r"<n>(?:\s*(?:,|\*\*|\*|x)\s*<n>)+"), "<n>"),
+         (re.compile(r"(?:'<dtype>'|<dtype>)(?:\s*,\s*(?:'<dtype>'|<dtype>))+"), "<dtype>"),
+         (re.compile(r"\s+"), " ")]
+
+
+@dataclass(frozen=True)
+class CoreError:
+    """The error that matters, after unwrapping: what a record stores and a signature is built from."""
+
+    kind: str            # signature prefix: 'CompilationError' for kernel-code errors, else the type
+    exception: str       # innermost exception type seen ('' when the wrapper hid it)
+    message: str         # its first meaningful line, raw
+    in_kernel: bool      # raised while compiling / interpreting kernel code
+
+
+def split_chain(text: str) -> list[tuple[str, str]]:
+    """(exception type, message) for each exception of a traceback text, root cause first."""
+    chain = []
+    for block in _CHAIN_SEPARATORS.split(text or ""):
+        lines = block.rstrip().splitlines()
+        last_frame = max((i for i, ln in enumerate(lines) if ln.startswith("  File ")), default=-1)
+        start = last_frame + 1
+        # Skip the frame's code line and its caret underline.
+        while start < len(lines) and lines[start].startswith("    "):
+            start += 1
+        for i in range(start, len(lines)):
+            m = _EXC_LINE.match(lines[i])
+            if m:
+                message = "\n".join([m.group(2) or ""] + lines[i + 1:]).strip()
+                chain.append((m.group(1).rsplit(".", 1)[-1], message))
+                break
+    return chain
+
+
+def _strip_excerpt(message: str) -> str:
+    """Drop a CompilationError's 'at L:C:' source excerpt and caret; keep the error text after it."""
+    lines = message.strip().splitlines()
+    if not lines or not _EXCERPT_HEAD.match(lines[0]):
+        return message.strip()
+    carets = [i for i, ln in enumerate(lines) if _CARET.match(ln)]
+    if carets:
+        return "\n".join(lines[carets[0] + 1:]).strip()
+    return ""  # excerpt without caret: no error text of its own
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\'", "'").replace('\\"', '"').replace("\\\\", "\\")
+
+
+def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
+    """Unwrap Triton's wrappers down to the error that names the mistake."""
+    chain = split_chain(text) or [(exception.rsplit(".", 1)[-1], message or "")]
+    if exception and chain[-1][0] != exception.rsplit(".", 1)[-1] and not text:
+        chain = [(exception, message)]
+    pos = len(chain) - 1
+    exc, msg = chain[pos]
+    in_kernel = False
+    for _ in range(12):
+        if exc in WRAPPERS:
+            in_kernel = True
+            inner = _strip_excerpt(msg)
+            if not inner or _CARET.match(inner):
+                if pos == 0:
+                    exc, msg = "", inner
+                    break
+                pos -= 1
+                exc, msg = chain[pos]
+                continue
+            m = _REPR.match(inner.strip())
+            if m:
+                exc, msg = m.group(1), _unescape(m.group(3))
+                continue
+            exc, msg = "", inner
+            break
+        m = _REPR.match(msg.strip())
+        if m and in_kernel:
+            exc, msg = m.group(1), _unescape(m.group(3))
+            continue
+        break
+    first = next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
+    kind = KERNEL_KIND if in_kernel else (exc or exception or "Error")
+    return CoreError(kind=kind, exception=exc, message=first, in_kernel=in_kernel)
+
+
+def _quoted(m: re.Match[str]) -> str:
+    raw = m.group(0)
+    inner = next(g for g in m.groups() if g is not None)
+    if inner in _KEEP_QUOTED or inner.startswith(("tl.", "<")) or "constexpr" in inner or "triton" in inner:
+        return raw
+    return "<name>"
+
+
+def normalize_message(message: str) -> str:
+    """The message's fixed words, with every variable part replaced by a placeholder."""
+    out = message.strip()
+    for pattern, repl in _RULES:
+        out = pattern.sub(repl, out)
+    out = _QUOTED.sub(_quoted, out)
+    out = _NUMBER.sub("<n>", out)
+    for pattern, repl in _RUNS:
+        out = pattern.sub(repl, out)
+    out = out.strip(" .:;")
+    if len(out) > 100 and ". " in out:
+        out = out.split(". ", 1)[0]  # the fixed first sentence; the rest is advice text
+    return out[:MAX_MESSAGE]
+
+
+def signature(exception: str, message: str = "", text: str = "") -> str:
+    """`Kind: normalized message`, e.g. "CompilationError: arange's range must be a power of <n>"."""
+    core = core_error(exception, message, text)
+    norm = normalize_message(core.message) or "<no message>"
+    return f"{core.kind}: {norm}"
+
+
+def error_line(exception: str, message: str = "", text: str = "") -> str:
+    """The core error as a human reads it (not normalized), e.g. "TypeError: 'dtype' object is not callable"."""
+    core = core_error(exception, message, text)
+    return f"{core.exception or core.kind}: {core.message}".strip()
+
+
+_TL_API = re.compile(r"\btl\.(?:math\.|extra\.\w+\.)?[a-z_][\w]*")
+
+
+def triton_apis(text: str) -> set[str]:
+    """The `tl.xxx` names a text mentions (for relevance), dtypes folded to `tl.<dtype>`."""
+    found = set()
+    for name in _TL_API.findall(text or ""):
+        found.add("tl.<dtype>" if re.fullmatch(r"tl\." + _DTYPES, name) else name)
+    return found
+
+
+def offending_line(text: str) -> str:
+    """The kernel source line a traceback points at (a CompilationError's caret line, else the
+    last frame outside site-packages / the standard library)."""
+    lines = (text or "").splitlines()
+    for i in range(len(lines) - 1, 0, -1):
+        if _CARET.match(lines[i]) and lines[i - 1].strip():
+            if i >= 2 and lines[i - 2].startswith("  File "):
+                continue  # a Python frame's underline, not a Triton source excerpt
+            return lines[i - 1].strip()
+    frame = re.compile(r'^  File "([^"]+)", line \d+, in .*$')
+    for block in _CHAIN_SEPARATORS.split(text or ""):  # root cause first: the kernel's own frame
+        candidate = ""
+        block_lines = block.splitlines()
+        for i, ln in enumerate(block_lines[:-1]):
+            m = frame.match(ln)
+            nxt = block_lines[i + 1]
+            if m and nxt.startswith("    ") and not m.group(1).startswith("<") and not any(
+                    part in m.group(1) for part in ("site-packages", "/lib/python", "adaexplore_mcp")):
+                candidate = nxt.strip()
+        if candidate:
+            return candidate
+    return ""
