@@ -1,0 +1,632 @@
+"""Task synthesis: new KernelBench-format practice tasks from mutated / recombined operator chains.
+
+A task is a chain: a head op (pointwise on the input, Linear, matmul of two inputs, Conv2d, max/avg
+pooling) followed by 1-4 tail ops (activations, scale / bias / clamp, residual add of the head's
+output, reductions with keepdim, layernorm / rmsnorm / groupnorm, softmax / log_softmax). Chains are
+drawn fresh, mutated (replace / insert / delete an op, resample shapes) or recombined (head and prefix
+of one chain, suffix of another) from the chains already kept; an op that does not fit the tensor at
+its place (e.g. a per-feature bias after the feature dimension was reduced) is dropped on replay.
+
+Each chain is emitted as KernelBench source with top-level integer shape constants plus
+`small_shapes` for the CPU interpreter. `is_valid_locally` runs a task at small shapes on the CPU
+(in-process; the reference is plain PyTorch) and rejects errors, non-finite or input-independent
+outputs, and outputs that a constant (zeros, or the output mean) would match within tolerance.
+Everything is driven by one `random.Random(seed)`: the same seed gives the same tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+import types
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+DTYPE_TOLERANCE = {"float32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2}
+LOW_PRECISION_SHARE = 0.12  # chance that an eligible chain uses float16/bfloat16 inputs
+
+ACTIVATIONS = {
+    "relu": "torch.relu(x)",
+    "gelu": "F.gelu(x)",
+    "silu": "F.silu(x)",
+    "tanh": "torch.tanh(x)",
+    "sigmoid": "torch.sigmoid(x)",
+    "leaky_relu": "F.leaky_relu(x, negative_slope=0.1)",
+    "hardswish": "F.hardswish(x)",
+}
+SCALES = [0.5, 1.5, 2.0, -1.0, 0.25, 3.0]
+CLAMPS = [(-1.0, 1.0), (-0.5, 0.5), (0.0, 6.0), (-2.0, 2.0), (-0.25, 1.5)]
+SOFTMAX_TEMPERATURES = [4.0, 8.0]
+
+OP_FAMILY = {
+    **{a: "activation" for a in ACTIVATIONS},
+    "scale": "pointwise", "bias": "pointwise", "clamp": "pointwise", "residual": "residual",
+    "sum": "reduction", "mean": "reduction", "amax": "reduction", "max": "reduction",
+    "spatial_mean": "reduction", "spatial_amax": "reduction",
+    "layernorm": "norm", "rmsnorm": "norm", "groupnorm": "norm",
+    "softmax": "softmax", "log_softmax": "softmax",
+}
+HEAD_FAMILY = {"pointwise": "elementwise", "linear": "matmul", "matmul": "matmul", "conv2d": "conv",
+               "maxpool2d": "pooling", "avgpool2d": "pooling"}
+
+
+@dataclass(frozen=True)
+class SynthesizedTask:
+    name: str
+    source: str
+    small_shapes: dict[str, int]
+    description: str
+    ops: tuple[str, ...]
+    dtype: str = "float32"
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    families: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# chain specification
+
+
+@dataclass
+class Chain:
+    head: str
+    rank: int  # 2 or 4
+    dims: dict[str, int]  # full-size shape constants
+    small: dict[str, int]  # small_shapes overrides
+    head_args: dict[str, Any] = field(default_factory=dict)
+    ops: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    dtype: str = "float32"
+
+
+def _pick(rng: random.Random, values):
+    return values[rng.randrange(len(values))]
+
+
+def _random_head(rng: random.Random) -> Chain:
+    head = _pick(rng, ["pointwise", "pointwise", "linear", "linear", "matmul", "conv2d", "conv2d",
+                       "maxpool2d", "avgpool2d"])
+    if head == "pointwise" and rng.random() < 0.6 or head in ("linear", "matmul"):
+        rank = 2
+    else:
+        rank = 4
+    if head == "pointwise" and rank == 2:
+        while True:
+            b, f = _pick(rng, [1024, 2048, 4096, 8192]), _pick(rng, [1024, 2048, 4096, 8192])
+            if b * f <= 32 * 2**20:
+                break
+        return Chain(head, 2, {"batch_size": b, "features": f}, {"batch_size": 8, "features": _pick(rng, [32, 48, 64])},
+                     {"op": _pick(rng, ["affine", "square", "abs"])})
+    if head == "pointwise":
+        dims = {"batch_size": _pick(rng, [16, 32, 64]), "channels": _pick(rng, [16, 32, 64, 128]),
+                "height": _pick(rng, [32, 64, 128]), "width": _pick(rng, [32, 64, 128])}
+        while math.prod(dims.values()) > 32 * 2**20:
+            dims["batch_size"] //= 2
+        return Chain(head, 4, dims, {"batch_size": 2, "channels": 8, "height": 6, "width": 6},
+                     {"op": _pick(rng, ["affine", "square", "abs"])})
+    if head in ("linear", "matmul"):
+        while True:
+            b = _pick(rng, [256, 512, 1024, 2048])
+            k = _pick(rng, [512, 1024, 2048, 4096])
+            n = _pick(rng, [512, 1024, 2048, 4096])
+            if 2 * b * k * n <= 2**34:
+                break
+        if head == "linear":
+            return Chain(head, 2, {"batch_size": b, "in_features": k, "out_features": n},
+                         {"batch_size": 8, "in_features": 32, "out_features": _pick(rng, [32, 48])})
+        return Chain(head, 2, {"batch_size": b, "inner": k, "features": n},
+                     {"batch_size": 8, "inner": 32, "features": _pick(rng, [32, 48])})
+    if head == "conv2d":
+        k = _pick(rng, [1, 3, 3, 5])
+        while True:
+            dims = {"batch_size": _pick(rng, [8, 16, 32]), "in_channels": _pick(rng, [3, 8, 16, 32]),
+                    "out_channels": _pick(rng, [16, 32, 64]), "height": _pick(rng, [32, 64, 128]),
+                    "kernel_size": k}
+            dims["width"] = dims["height"]
+            flops = 2 * dims["batch_size"] * dims["out_channels"] * dims["in_channels"] * k * k * dims["height"] ** 2
+            outsize = dims["batch_size"] * dims["out_channels"] * dims["height"] ** 2
+            if flops <= 8e9 and outsize <= 32 * 2**20:
+                break
+        return Chain(head, 4, dims, {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 8, "width": 8},
+                     {"padding": _pick(rng, [0, k // 2])})
+    # pooling
+    dims = {"batch_size": _pick(rng, [16, 32]), "channels": _pick(rng, [16, 32, 64]),
+            "height": _pick(rng, [64, 128, 256])}
+    dims["width"] = dims["height"]
+    while math.prod(dims.values()) > 64 * 2**20:
+        dims["batch_size"] //= 2
+    kernel, stride, pad = _pick(rng, [(2, 2, 0), (3, 2, 1), (3, 1, 1), (4, 4, 0)])
+    return Chain(head, 4, dims, {"batch_size": 2, "channels": 8, "height": 8, "width": 8},
+                 {"kernel": kernel, "stride": stride, "padding": pad})
+
+
+def _random_op(rng: random.Random, state: dict) -> tuple[str, dict[str, Any]] | None:
+    """A random op legal in `state` (see _replay), or None."""
+    choices: list[str] = list(ACTIVATIONS) + ["scale", "clamp"]
+    if state["feat"]:
+        choices += ["bias", "softmax", "log_softmax", "sum", "mean", "amax", "max"]
+        if state["rank"] == 2:
+            choices += ["layernorm", "rmsnorm", "layernorm", "rmsnorm"]
+        elif state["spatial"]:
+            choices += ["groupnorm", "groupnorm"]
+    if state["rank"] == 4 and state["spatial"]:
+        choices += ["spatial_mean", "spatial_amax"]
+    if state["same_as_head"] and state["n_ops"] > 0:
+        choices += ["residual", "residual"]
+    op = _pick(rng, choices)
+    args: dict[str, Any] = {}
+    if op == "scale":
+        args["value"] = _pick(rng, SCALES)
+    elif op == "clamp":
+        args["lo"], args["hi"] = _pick(rng, CLAMPS)
+    elif op == "softmax":
+        args["temperature"] = _pick(rng, SOFTMAX_TEMPERATURES)
+    elif op == "groupnorm":
+        args["groups"] = _pick(rng, [2, 4])
+    return op, args
+
+
+def _legal(op: str, state: dict) -> bool:
+    if op in ACTIVATIONS or op in ("scale", "clamp"):
+        return True
+    if op in ("bias", "softmax", "log_softmax", "sum", "mean", "amax", "max"):
+        return bool(state["feat"])
+    if op in ("layernorm", "rmsnorm"):
+        return state["rank"] == 2 and bool(state["feat"])
+    if op == "groupnorm":
+        return state["rank"] == 4 and bool(state["feat"]) and state["spatial"]
+    if op in ("spatial_mean", "spatial_amax"):
+        return state["rank"] == 4 and state["spatial"]
+    if op == "residual":
+        return state["same_as_head"] and state["n_ops"] > 0
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# emission
+
+
+def _emit(chain: Chain) -> tuple[str, list[str], str, dict[str, int]] | None:
+    """Replay the chain into source; returns (source, op names, description, small_shapes)."""
+    d = chain.dims
+    dt = chain.dtype
+    dtype_kw = "" if dt == "float32" else f", dtype=torch.{dt}"
+    init_args: list[str] = []
+    init_lines: list[str] = []
+    fwd: list[str] = []
+    consts = dict(d)
+    small = dict(chain.small)
+    inputs: list[str] = []
+    fwd_args = ["x"]
+    desc_parts: list[str] = []
+
+    def arg(name: str) -> str:
+        if name not in init_args:
+            init_args.append(name)
+        return name
+
+    h = chain.head
+    if h == "pointwise":
+        feat = "features" if chain.rank == 2 else "channels"
+        shape_names = ["batch_size", "features"] if chain.rank == 2 else ["batch_size", "channels", "height", "width"]
+        inputs.append(f"torch.randn({', '.join(shape_names)}{dtype_kw})")
+        op = chain.head_args["op"]
+        pshape = arg(feat) if chain.rank == 2 else f"{arg(feat)}, 1, 1"
+        if op == "affine":
+            init_lines.append(f"self.in_scale = nn.Parameter(torch.randn({pshape}{dtype_kw}) * 0.5 + 1.0)")
+            init_lines.append(f"self.in_shift = nn.Parameter(torch.randn({pshape}{dtype_kw}) * 0.5)")
+            fwd.append("x = x * self.in_scale + self.in_shift")
+            desc_parts.append("per-feature affine (x*scale+shift)" if chain.rank == 2 else "per-channel affine")
+        elif op == "square":
+            fwd.append("x = x * x")
+            desc_parts.append("square")
+        else:
+            fwd.append("x = torch.abs(x)")
+            desc_parts.append("abs")
+        head_name = f"pointwise_{op}"
+    elif h == "linear":
+        feat = "out_features"
+        inputs.append(f"torch.randn(batch_size, in_features{dtype_kw})")
+        init_lines.append(f"self.linear = nn.Linear({arg('in_features')}, {arg('out_features')}{dtype_kw})")
+        fwd.append("x = self.linear(x)")
+        desc_parts.append(f"Linear({d['in_features']}->{d['out_features']})")
+        head_name = "linear"
+    elif h == "matmul":
+        feat = "features"
+        inputs.append(f"torch.randn(batch_size, inner{dtype_kw})")
+        inputs.append(f"torch.randn(inner, features{dtype_kw}) * 0.05")
+        fwd_args = ["x", "w"]
+        fwd.append("x = torch.matmul(x, w)")
+        desc_parts.append(f"matmul ({d['batch_size']}x{d['inner']}) @ ({d['inner']}x{d['features']})")
+        head_name = "matmul"
+    elif h == "conv2d":
+        feat = "out_channels"
+        inputs.append(f"torch.randn(batch_size, in_channels, height, width{dtype_kw})")
+        pad = chain.head_args["padding"]
+        init_lines.append(f"self.conv = nn.Conv2d({arg('in_channels')}, {arg('out_channels')}, {arg('kernel_size')}, "
+                          f"padding={pad}{dtype_kw})")
+        fwd.append("x = self.conv(x)")
+        desc_parts.append(f"Conv2d({d['in_channels']}->{d['out_channels']}, k={d['kernel_size']}, pad={pad})")
+        head_name = "conv2d"
+    else:
+        feat = "channels"
+        inputs.append(f"torch.randn(batch_size, channels, height, width{dtype_kw})")
+        k, s, p = chain.head_args["kernel"], chain.head_args["stride"], chain.head_args["padding"]
+        if h == "maxpool2d":
+            init_lines.append(f"self.pool = nn.MaxPool2d(kernel_size={k}, stride={s}, padding={p})")
+            desc_parts.append(f"MaxPool2d(k={k}, s={s}, p={p})")
+        else:
+            init_lines.append(f"self.pool = nn.AvgPool2d(kernel_size={k}, stride={s}, padding={p})")
+            desc_parts.append(f"AvgPool2d(k={k}, s={s}, p={p})")
+        fwd.append("x = self.pool(x)")
+        head_name = h
+
+    state = {"rank": chain.rank, "feat": feat, "spatial": True, "same_as_head": True, "n_ops": 0}
+    used_ops: list[str] = [head_name]
+    needs_h = any(op == "residual" for op, _ in chain.ops)
+    if needs_h:
+        fwd.append("h = x")
+    n_bias = n_norm = 0
+    for op, a in chain.ops:
+        if not _legal(op, state):
+            continue
+        f = state["feat"]
+        if op in ACTIVATIONS:
+            fwd.append(f"x = {ACTIVATIONS[op]}")
+            desc_parts.append(op)
+        elif op == "scale":
+            fwd.append(f"x = x * {a['value']!r}")
+            desc_parts.append(f"scale by {a['value']}")
+        elif op == "clamp":
+            fwd.append(f"x = torch.clamp(x, min={a['lo']!r}, max={a['hi']!r})")
+            desc_parts.append(f"clamp [{a['lo']}, {a['hi']}]")
+        elif op == "bias":
+            n_bias += 1
+            bshape = arg(f) if state["rank"] == 2 else f"{arg(f)}, 1, 1"
+            init_lines.append(f"self.bias{n_bias} = nn.Parameter(torch.randn({bshape}{dtype_kw}) * 0.5)")
+            fwd.append(f"x = x + self.bias{n_bias}")
+            desc_parts.append("bias add")
+        elif op == "residual":
+            fwd.append("x = x + h")
+            desc_parts.append("residual add of the head output")
+        elif op in ("sum", "mean", "amax"):
+            fwd.append(f"x = torch.{op}(x, dim=1, keepdim=True)")
+            desc_parts.append(f"{op} over dim 1 (keepdim)")
+            state["feat"] = None
+        elif op == "max":
+            fwd.append("x = torch.max(x, dim=1, keepdim=True)[0]")
+            desc_parts.append("max over dim 1 (keepdim)")
+            state["feat"] = None
+        elif op in ("spatial_mean", "spatial_amax"):
+            fn = "mean" if op == "spatial_mean" else "amax"
+            fwd.append(f"x = torch.{fn}(x, dim=(2, 3), keepdim=True)")
+            desc_parts.append(f"{fn} over H, W (keepdim)")
+            state["spatial"] = False
+        elif op == "softmax":
+            fwd.append(f"x = torch.softmax(x * {a['temperature']!r}, dim=1)")
+            desc_parts.append(f"softmax over dim 1 (logits x{a['temperature']})")
+        elif op == "log_softmax":
+            fwd.append("x = torch.log_softmax(x, dim=1)")
+            desc_parts.append("log_softmax over dim 1")
+        elif op == "layernorm":
+            n_norm += 1
+            init_lines.append(f"self.norm{n_norm} = nn.LayerNorm({arg(f)}{dtype_kw})")
+            fwd.append(f"x = self.norm{n_norm}(x)")
+            desc_parts.append("layernorm over features")
+        elif op == "rmsnorm":
+            n_norm += 1
+            init_lines.append(f"self.norm{n_norm}_weight = nn.Parameter(torch.ones({arg(f)}{dtype_kw}))")
+            fwd.append(f"x = x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6) * self.norm{n_norm}_weight")
+            desc_parts.append("rmsnorm over features")
+        elif op == "groupnorm":
+            n_norm += 1
+            gname = f"num_groups{n_norm}" if n_norm > 1 else "num_groups"
+            consts[gname] = a["groups"]
+            small[gname] = a["groups"]
+            init_lines.append(f"self.norm{n_norm} = nn.GroupNorm({arg(gname)}, {arg(f)}{dtype_kw})")
+            fwd.append(f"x = self.norm{n_norm}(x)")
+            desc_parts.append(f"groupnorm ({a['groups']} groups)")
+        else:  # pragma: no cover - unknown op names are never generated
+            continue
+        used_ops.append(op)
+        state["n_ops"] += 1
+        if op in ("sum", "mean", "amax", "max", "spatial_mean", "spatial_amax"):
+            state["same_as_head"] = False
+    if state["n_ops"] == 0:
+        return None
+    if "residual" not in used_ops and needs_h:
+        fwd.remove("h = x")
+
+    description = ", then ".join(desc_parts[:1] + desc_parts[1:])
+    shape_txt = ", ".join(f"{k}={v}" for k, v in consts.items())
+    description = f"{description}; {shape_txt}; {dt}"
+    lines = [
+        "import torch",
+        "import torch.nn as nn",
+        "import torch.nn.functional as F",
+        "",
+        "",
+        "class Model(nn.Module):",
+        f'    """Synthesized chain: {" -> ".join(used_ops)} ({dt})."""',
+        "",
+        f"    def __init__(self{''.join(', ' + a for a in init_args)}):",
+        "        super().__init__()",
+    ]
+    lines += [f"        {ln}" for ln in init_lines]
+    lines += ["", f"    def forward(self, {', '.join(fwd_args)}):"]
+    lines += [f"        {ln}" for ln in fwd]
+    lines += ["        return x", "", ""]
+    lines += [f"{k} = {v}" for k, v in consts.items()]
+    lines += ["", "", "def get_inputs():", f"    return [{', '.join(inputs)}]", "", "",
+              "def get_init_inputs():", f"    return [{', '.join(init_args)}]", ""]
+    small = {k: v for k, v in small.items() if k in consts}
+    return "\n".join(lines), used_ops, description, small
+
+
+def _task_from_chain(chain: Chain) -> SynthesizedTask | None:
+    emitted = _emit(chain)
+    if emitted is None:
+        return None
+    source, used_ops, description, small = emitted
+    digest = hashlib.sha256(source.encode()).hexdigest()[:6]
+    short = {"log_softmax": "logsoftmax", "leaky_relu": "lrelu", "spatial_mean": "hwmean",
+             "spatial_amax": "hwamax", "hardswish": "hswish", "layernorm": "ln", "rmsnorm": "rms",
+             "groupnorm": "gn", "residual": "res"}
+    parts = [short.get(o, o) for o in used_ops]
+    dtag = {"float32": "", "float16": "_f16", "bfloat16": "_bf16"}[chain.dtype]
+    name = f"syn_{'_'.join(parts)}{dtag}_{digest}"
+    tol = DTYPE_TOLERANCE[chain.dtype]
+    families = tuple(dict.fromkeys([HEAD_FAMILY[chain.head]] + [OP_FAMILY[o] for o in used_ops[1:]]))
+    return SynthesizedTask(name=name, source=source, small_shapes=small, description=description,
+                           ops=tuple(used_ops), dtype=chain.dtype, atol=tol, rtol=tol, families=families)
+
+
+# ---------------------------------------------------------------------------------------------
+# generation: fresh chains, mutation, recombination
+
+
+def _fresh_chain(rng: random.Random) -> Chain:
+    chain = _random_head(rng)
+    if chain.head in ("pointwise", "linear", "matmul") and chain.rank == 2 and rng.random() < LOW_PRECISION_SHARE:
+        chain.dtype = _pick(rng, ["float16", "bfloat16"])
+    _fill_ops(rng, chain, rng.randint(1, 4))
+    return chain
+
+
+def _initial_state(chain: Chain) -> dict:
+    feat = {"pointwise": "features" if chain.rank == 2 else "channels", "linear": "out_features",
+            "matmul": "features", "conv2d": "out_channels"}.get(chain.head, "channels")
+    return {"rank": chain.rank, "feat": feat, "spatial": True, "same_as_head": True, "n_ops": 0}
+
+
+def _state_after(chain: Chain, ops) -> dict:
+    state = _initial_state(chain)
+    for op, _ in ops:
+        if not _legal(op, state):
+            continue
+        state["n_ops"] += 1
+        if op in ("sum", "mean", "amax", "max"):
+            state["feat"] = None
+            state["same_as_head"] = False
+        elif op in ("spatial_mean", "spatial_amax"):
+            state["spatial"] = False
+            state["same_as_head"] = False
+    return state
+
+
+def _fill_ops(rng: random.Random, chain: Chain, n: int) -> None:
+    while len(chain.ops) < n:
+        op = _random_op(rng, _state_after(chain, chain.ops))
+        if op is not None:
+            chain.ops.append(op)
+
+
+def _copy(chain: Chain) -> Chain:
+    return replace(chain, dims=dict(chain.dims), small=dict(chain.small), head_args=dict(chain.head_args),
+                   ops=[(o, dict(a)) for o, a in chain.ops])
+
+
+def _mutate(rng: random.Random, parent: Chain) -> Chain:
+    chain = _copy(parent)
+    kind = _pick(rng, ["replace", "insert", "delete", "shapes", "head"])
+    if kind == "replace" and chain.ops:
+        i = rng.randrange(len(chain.ops))
+        op = _random_op(rng, _state_after(chain, chain.ops[:i]))
+        if op:
+            chain.ops[i] = op
+    elif kind == "insert" and len(chain.ops) < 4:
+        i = rng.randrange(len(chain.ops) + 1)
+        op = _random_op(rng, _state_after(chain, chain.ops[:i]))
+        if op:
+            chain.ops.insert(i, op)
+    elif kind == "delete" and len(chain.ops) > 1:
+        del chain.ops[rng.randrange(len(chain.ops))]
+    elif kind == "shapes" or kind == "head":
+        fresh = _random_head(rng)
+        if kind == "shapes" and fresh.head != chain.head:
+            # same head kind, new shapes: draw until the head matches (bounded)
+            for _ in range(20):
+                fresh = _random_head(rng)
+                if fresh.head == chain.head and fresh.rank == chain.rank:
+                    break
+        fresh.ops = chain.ops
+        fresh.dtype = chain.dtype if fresh.rank == 2 and fresh.head in ("pointwise", "linear", "matmul") else "float32"
+        chain = fresh
+    else:
+        _fill_ops(rng, chain, len(chain.ops) + 1)
+    chain.ops = chain.ops[:4]
+    return chain
+
+
+def _crossover(rng: random.Random, a: Chain, b: Chain) -> Chain:
+    chain = _copy(a)
+    i = rng.randint(0, len(a.ops))
+    j = rng.randint(0, len(b.ops))
+    chain.ops = ([(o, dict(x)) for o, x in a.ops[:i]] + [(o, dict(x)) for o, x in b.ops[j:]])[:4]
+    if not chain.ops:
+        _fill_ops(rng, chain, 1)
+    return chain
+
+
+# ---------------------------------------------------------------------------------------------
+# local validation
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def load_source(source: str, name: str = "synth_task") -> types.ModuleType:
+    """Execute a reference source into a fresh module (plain PyTorch: no file needed)."""
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def nondegeneracy_problem(module: types.ModuleType, small_shapes: dict[str, int] | None,
+                          atol: float = 1e-2, rtol: float = 1e-2, seeds: tuple[int, ...] = (1, 2)) -> str | None:
+    """Run the reference (CPU) on several input seeds; return why it is degenerate, or None if fine.
+
+    Degenerate: an error, no tensor output, non-finite values, outputs that do not change with the
+    inputs, or outputs that a constant tensor (zeros, or the output's mean) would match within
+    |out - c| <= atol + rtol*|out| everywhere.
+    """
+    import torch
+
+    for k, v in (small_shapes or {}).items():
+        setattr(module, k, v)
+    torch.manual_seed(0)
+    try:
+        model = module.Model(*module.get_init_inputs()).eval()
+    except Exception as exc:  # noqa: BLE001 - report any construction error
+        return f"Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
+    outs = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        try:
+            inputs = module.get_inputs()
+            with torch.no_grad():
+                out = model(*inputs)
+        except Exception as exc:  # noqa: BLE001
+            return f"forward failed: {type(exc).__name__}: {exc}"
+        if not isinstance(out, torch.Tensor):
+            return f"forward returned {type(out).__name__}, not a tensor"
+        if out.numel() == 0:
+            return "empty output"
+        if not out.is_floating_point():
+            return f"output dtype {out.dtype} is not floating point"
+        o = out.float()
+        if not torch.isfinite(o).all():
+            return "non-finite values in the output"
+        tol = atol + rtol * o.abs()
+        if bool(((o - 0.0).abs() <= tol).all()):
+            return "an all-zeros output would pass the tolerance"
+        if bool(((o - o.mean()).abs() <= tol).all()):
+            return "a constant output (its mean) would pass the tolerance"
+        outs.append(o)
+    for other in outs[1:]:
+        if other.shape == outs[0].shape and bool(((other - outs[0]).abs() <= atol + rtol * outs[0].abs()).all()):
+            return "the output does not change with the inputs"
+    return None
+
+
+def probe_shapes(source: str) -> dict[str, int]:
+    """Full feature sizes with a small batch (8; spatial size capped at 32): reductions and
+    normalizations see their real extent, so degeneracy that only appears at full size shows."""
+    from adaexplore_mcp.tasks.format import integer_constants
+
+    consts = integer_constants(source)
+    probe: dict[str, int] = {}
+    if "batch_size" in consts:
+        probe["batch_size"] = min(consts["batch_size"], 8)
+    for k in ("height", "width"):
+        if k in consts:
+            probe[k] = min(consts[k], 32)
+    return probe
+
+
+def is_valid_locally(task: SynthesizedTask, max_seconds: float = 10.0, probe: bool = True) -> tuple[bool, str]:
+    """Run `task` on the CPU at its small shapes (and, with `probe`, at `probe_shapes`: full feature
+    sizes, batch 8); (True, "ok") or (False, reason)."""
+    from adaexplore_mcp.tasks.format import TaskFormatError, check_small_shapes, check_static
+
+    try:
+        check_static(task.source, max_bytes=1 << 20)
+        check_small_shapes(task.source, task.small_shapes)
+    except TaskFormatError as exc:
+        return False, str(exc)
+    start = time.perf_counter()
+    runs = [("small shapes", task.small_shapes)]
+    if probe:
+        runs.append(("probe shapes", probe_shapes(task.source)))
+    for label, shapes in runs:
+        try:
+            module = load_source(task.source, task.name)
+        except Exception as exc:  # noqa: BLE001
+            return False, f"source failed to execute: {type(exc).__name__}: {exc}"
+        problem = nondegeneracy_problem(module, shapes, task.atol, task.rtol)
+        if problem:
+            return False, f"{label}: {problem}"
+    elapsed = time.perf_counter() - start
+    if elapsed > max_seconds:
+        return False, f"the CPU check took {elapsed:.1f}s (limit {max_seconds}s)"
+    return True, "ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# public entry point
+
+
+def synthesize(count: int, seed: int, validate: bool = True, max_attempts: int | None = None,
+               fresh_share: float = 0.5, max_low_precision_share: float = 0.15) -> list[SynthesizedTask]:
+    """`count` distinct tasks from chains that are drawn fresh, mutated or recombined; seeded.
+
+    Kept tasks have distinct op sequences (per dtype); at most `max_low_precision_share` of `count`
+    use float16/bfloat16. With `validate`, only tasks that pass `is_valid_locally` are kept.
+    Attempts are bounded by `max_attempts` (default 30*count+30); fewer than `count` tasks come back
+    if that is reached.
+    """
+    rng = random.Random(f"adaexplore-synthesis:{seed}")
+    kept: list[SynthesizedTask] = []
+    pool: list[Chain] = []
+    seen_sources: set[str] = set()
+    seen_signatures: set[tuple] = set()
+    max_low = int(max_low_precision_share * count)
+    attempts = max_attempts if max_attempts is not None else 30 * count + 30
+    for _ in range(attempts):
+        if len(kept) >= count:
+            break
+        r = rng.random()
+        if not pool or r < fresh_share:
+            chain = _fresh_chain(rng)
+        else:
+            # pick a parent head kind uniformly among those kept, so one lineage cannot take over
+            heads = sorted({c.head for c in pool})
+            parent_head = _pick(rng, heads)
+            parents = [c for c in pool if c.head == parent_head]
+            if r < fresh_share + (1 - fresh_share) * 0.6 or len(pool) < 2:
+                chain = _mutate(rng, _pick(rng, parents))
+            else:
+                chain = _crossover(rng, _pick(rng, parents), _pick(rng, pool))
+        n_low = sum(t.dtype != "float32" for t in kept)
+        if chain.dtype != "float32" and n_low >= max_low:
+            chain.dtype = "float32"
+        task = _task_from_chain(chain)
+        if task is None or task.source in seen_sources:
+            continue
+        seen_sources.add(task.source)
+        signature = (task.ops, task.dtype)
+        if signature in seen_signatures:
+            continue
+        if validate:
+            ok, _reason = is_valid_locally(task)
+            if not ok:
+                continue
+        seen_signatures.add(signature)
+        kept.append(task)
+        pool.append(chain)
+    return kept
