@@ -150,6 +150,11 @@ def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
             continue
         break
     first = next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
+    if not first and text and message and message.strip() != (chain[-1][1] or "").strip():
+        # The text lost the root cause (a tail-only excerpt): fall back to the caller's message line.
+        inner = core_error(exception, message, "")
+        return CoreError(KERNEL_KIND if in_kernel else inner.kind, inner.exception, inner.message,
+                         in_kernel or inner.in_kernel)
     kind = KERNEL_KIND if in_kernel else (exc or exception or "Error")
     return CoreError(kind=kind, exception=exc, message=first, in_kernel=in_kernel)
 

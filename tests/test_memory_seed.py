@@ -1,0 +1,92 @@
+"""Seed rules: readable files, real errors re-triggered, loaded once, user decisions kept."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+
+import pytest
+
+from adaexplore_mcp.memory import MemoryService
+from adaexplore_mcp.memory.seed import read_seed_rules
+from adaexplore_mcp.memory.signature import signature
+from adaexplore_mcp.memory.triggers import run_cases
+from adaexplore_mcp.store import Store
+
+SEEDS = read_seed_rules()
+TRITON = ".".join(version("triton").split(".")[:2])
+
+
+def test_at_least_forty_seed_rules_each_with_text_signatures_and_a_trigger():
+    assert len(SEEDS) >= 40
+    for s in SEEDS:
+        assert s.text.startswith(("You cannot", "Always")) and len(s.text) <= 300, s.key
+        assert s.signatures and s.error_line and s.triggers, s.key
+        assert s.seen or s.gpu_only, s.key
+        if s.gpu_only:
+            assert s.expected_gpu_error, s.key
+
+
+def test_seed_signatures_name_one_mistake_each_except_documented_shared_interpreter_texts():
+    owners: dict[str, list[str]] = {}
+    for s in SEEDS:
+        for sig in s.signatures:
+            owners.setdefault(sig, []).append(s.key)
+    shared = {sig: keys for sig, keys in owners.items() if len(keys) > 1}
+    assert set(shared) <= {"CompilationError: only <n>-dimensional arrays can be converted to Python scalars"}, shared
+
+
+def _observed(mode: str) -> list[tuple]:
+    label = f"triton-{TRITON}-{'interpreter' if mode == 'interpreter' else 'frontend'}"
+    wanted = [s for s in SEEDS if label in s.seen]
+    if not wanted:
+        pytest.skip(f"no seed rule was recorded on {label}")
+    by_path = {str(s.path): s for s in wanted}
+    obs = run_cases([(str(s.path), t) for s in wanted for t in s.triggers], mode)
+    return [(by_path[o.path], o) for o in obs]
+
+
+@pytest.mark.parametrize("mode", ["interpreter", "frontend"])
+def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_signature(mode):
+    results = _observed(mode)
+    reproduced = set()
+    for rule, o in results:
+        if not o.raised:
+            continue
+        sig = signature(o.exception, o.message, o.text)
+        if rule.key == "launch-without-grid" and mode == "interpreter":
+            continue
+        assert sig in rule.signatures, (rule.key, o.entry, sig)
+        reproduced.add(rule.key)
+    label = f"triton-{TRITON}-{'interpreter' if mode == 'interpreter' else 'frontend'}"
+    expected = {s.key for s in SEEDS if label in s.seen}
+    assert expected <= reproduced, expected - reproduced
+
+
+def test_gpu_only_rules_are_marked_and_left_to_the_collect_script():
+    gpu_only = [s for s in SEEDS if s.gpu_only]
+    assert gpu_only and all(not any(l.endswith(("interpreter", "frontend")) for l in s.seen) for s in gpu_only)
+
+
+def test_seed_rules_load_once_and_a_retired_seed_rule_stays_retired_across_restarts(tmp_path):
+    db = tmp_path / "db.sqlite3"
+    svc = MemoryService(Store(db))
+    assert svc.query_skills(limit=100).total == len(SEEDS)
+    retired = svc.retire_rule("seed-grid-int", "not useful for my kernels")
+    svc.update_rule("seed-dtype-call", "Always convert with x.to(tl.float32); tl.float32(x) is not a function.",
+                    "shorter")
+    again = MemoryService(Store(db))
+    rules = {r.rule_id: r for r in again.query_skills(limit=100).rules}
+    assert len(rules) == len(SEEDS)
+    assert rules[retired.rule_id].status == "retired"
+    assert rules["seed-dtype-call"].text.startswith("Always convert")
+    assert all(r.provenance.origin == "seed" and r.shown == (r.status == "active") for r in rules.values())
+    counts = again.store.read_one("SELECT COUNT(*) AS n FROM rule_history WHERE action = 'seed'")
+    assert counts["n"] == len(SEEDS)
+
+
+def test_seed_rule_files_are_readable_python_with_constants_first():
+    for s in SEEDS:
+        head = s.path.read_text().split("import ", 1)[0]
+        for name in ("KEY", "TEXT", "SIGNATURES", "ERROR_LINE", "SEEN", "GPU_ONLY"):
+            assert re.search(rf"^{name} = ", head, re.M), (s.path.name, name)

@@ -1,0 +1,98 @@
+"""Signatures on real error texts: one per mistake, different mistakes apart, no over-specific artifacts."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from adaexplore_mcp.memory.signature import core_error, error_line, normalize_message, offending_line, signature
+
+FIXTURE = Path(__file__).parent / "fixtures" / "errors" / "errors.json"
+ERRORS = json.loads(FIXTURE.read_text())["errors"]
+
+
+def _sig(e: dict) -> str:
+    return signature(e["exception"], e["message"], e["text"])
+
+
+def test_the_fixture_holds_at_least_thirty_distinct_real_errors_from_interpreter_and_compiler():
+    assert len({(e["exception"], e["message"]) for e in ERRORS}) >= 30
+    origins = {e["origin"].split("-")[0] for e in ERRORS}
+    assert {"interpreter", "compiled"} <= origins
+    assert len({e["group"] for e in ERRORS}) >= 30
+
+
+def test_every_pair_in_the_same_mistake_group_shares_a_signature():
+    by_group: dict[str, set[str]] = {}
+    for e in ERRORS:
+        by_group.setdefault(e["group"], set()).add(_sig(e))
+    split = {g: s for g, s in by_group.items() if len(s) > 1}
+    assert not split, split
+
+
+def test_different_mistake_groups_get_different_signatures():
+    by_sig: dict[str, set[str]] = {}
+    for e in ERRORS:
+        by_sig.setdefault(_sig(e), set()).add(e["group"])
+    merged = {s: g for s, g in by_sig.items() if len(g) > 1}
+    assert not merged, merged
+
+
+@pytest.mark.parametrize("a,b", [
+    ("invalid syntax at line 223", "invalid syntax at line 17"),
+    ("Cannot make_shape_compatible: incompatible dimensions at index 0: 64 and 32",
+     "Cannot make_shape_compatible: incompatible dimensions at index 1: 128 and 256"),
+    ("No such file or directory: '/tmp/a/k_1.py'", "No such file or directory: '/home/u/.cache/k_99.py'"),
+    ("illegal memory access at 0x7f3a2b001000", "illegal memory access at 0x55aa"),
+    ("Both operands must be same dtype. Got fp32 and fp16", "Both operands must be same dtype. Got bf16 and fp32"),
+    ("name 'scale' is not defined", "name 'BLOCK_N' is not defined"),
+    ("Unsupported ptr type <['64'], int32> in `tl.load`", "Unsupported ptr type <['16', '32'], fp32> in `tl.load`"),
+])
+def test_line_numbers_paths_addresses_shapes_dtypes_and_identifiers_do_not_split_a_signature(a, b):
+    assert normalize_message(a) == normalize_message(b)
+
+
+def test_the_triton_api_named_and_the_fixed_words_are_kept():
+    load = normalize_message("Unsupported ptr type <['64'], int32> in `tl.load`")
+    store = normalize_message("Unsupported ptr type <['64'], int32> in `tl.store`")
+    assert "`tl.load`" in load and load != store
+    assert normalize_message("unsupported AST node type: Break") != normalize_message("unsupported AST node type: Try")
+
+
+def test_a_compilation_error_and_the_interpreter_agree_on_a_wrapped_error():
+    compiled = ("triton.compiler.errors.CompilationError: at 4:8:\ndef k(x_ptr):\n    y = tl.float32(x)\n"
+                "        ^\nTypeError(\"'dtype' object is not callable\")")
+    interp = "triton.runtime.errors.InterpreterError: TypeError(\"'dtype' object is not callable\")"
+    assert signature("CompilationError", "", compiled) == signature("InterpreterError", "", interp) \
+        == "CompilationError: 'dtype' object is not callable"
+    assert error_line("CompilationError", "", compiled) == "TypeError: 'dtype' object is not callable"
+    assert offending_line(compiled) == "y = tl.float32(x)"
+
+
+def test_a_compilation_error_whose_reason_is_its_cause_is_unwrapped_through_the_chain():
+    e = next(x for x in ERRORS if x["rule"] == "zeros-not-pow2" and x["origin"].startswith("compiled"))
+    assert e["text"].rstrip().endswith("^")  # the final exception only shows the source excerpt
+    assert core_error(e["exception"], e["message"], e["text"]).message == "Shape element 0 must be a power of 2"
+
+
+def test_a_tail_only_excerpt_falls_back_to_the_given_message():
+    tail = "triton.compiler.errors.CompilationError: at 2:10:\ndef k(x, B):\n    a = tl.zeros((B,), tl.float32)\n          ^\n"
+    assert signature("CompilationError", "ValueError('Shape element 0 must be a power of 2')", tail) \
+        == "CompilationError: Shape element <n> must be a power of <n>"
+
+
+def test_signatures_are_short_and_deterministic():
+    sigs = [_sig(e) for e in ERRORS]
+    assert sigs == [_sig(e) for e in ERRORS]
+    assert max(len(s) for s in sigs) <= 200
+    assert all("\n" not in s and "/" not in s.split(":", 1)[1].replace("</", "") for s in sigs)
+
+
+def test_host_side_errors_keep_their_own_type():
+    a = signature("TypeError", "add_kernel() missing 1 required positional argument: 'n'")
+    b = signature("TypeError", "dynamic_func() missing 1 required positional argument: 'BLOCK'")
+    assert a == b == "TypeError: <fn>() missing <n> required positional argument: <name>"
+    assert list(itertools.islice((e for e in ERRORS if e["rule"] == "launch-args-mismatch"), 1))
