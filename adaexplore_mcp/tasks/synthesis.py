@@ -94,7 +94,7 @@ def _random_head(rng: random.Random) -> Chain:
     if head == "pointwise" and rank == 2:
         while True:
             b, f = _pick(rng, [1024, 2048, 4096, 8192]), _pick(rng, [1024, 2048, 4096, 8192])
-            if b * f <= 32 * 2**20:
+            if 4 * 2**20 <= b * f <= 32 * 2**20:
                 break
         return Chain(head, 2, {"batch_size": b, "features": f}, {"batch_size": 8, "features": _pick(rng, [32, 48, 64])},
                      {"op": _pick(rng, ["affine", "square", "abs"])})
@@ -103,6 +103,8 @@ def _random_head(rng: random.Random) -> Chain:
                 "height": _pick(rng, [32, 64, 128]), "width": _pick(rng, [32, 64, 128])}
         while math.prod(dims.values()) > 32 * 2**20:
             dims["batch_size"] //= 2
+        while math.prod(dims.values()) < 4 * 2**20:
+            dims["batch_size"] *= 2
         return Chain(head, 4, dims, {"batch_size": 2, "channels": 8, "height": 6, "width": 6},
                      {"op": _pick(rng, ["affine", "square", "abs"])})
     if head in ("linear", "matmul"):
@@ -110,7 +112,7 @@ def _random_head(rng: random.Random) -> Chain:
             b = _pick(rng, [256, 512, 1024, 2048])
             k = _pick(rng, [512, 1024, 2048, 4096])
             n = _pick(rng, [512, 1024, 2048, 4096])
-            if 2 * b * k * n <= 2**34:
+            if 2**30 <= 2 * b * k * n <= 2**34:
                 break
         if head == "linear":
             return Chain(head, 2, {"batch_size": b, "in_features": k, "out_features": n},
@@ -126,7 +128,7 @@ def _random_head(rng: random.Random) -> Chain:
             dims["width"] = dims["height"]
             flops = 2 * dims["batch_size"] * dims["out_channels"] * dims["in_channels"] * k * k * dims["height"] ** 2
             outsize = dims["batch_size"] * dims["out_channels"] * dims["height"] ** 2
-            if flops <= 8e9 and outsize <= 32 * 2**20:
+            if flops <= 8e9 and 4 * 2**20 <= outsize <= 32 * 2**20:
                 break
         return Chain(head, 4, dims, {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 8, "width": 8},
                      {"padding": _pick(rng, [0, k // 2])})
@@ -136,6 +138,8 @@ def _random_head(rng: random.Random) -> Chain:
     dims["width"] = dims["height"]
     while math.prod(dims.values()) > 64 * 2**20:
         dims["batch_size"] //= 2
+    while math.prod(dims.values()) < 8 * 2**20:
+        dims["batch_size"] *= 2
     kernel, stride, pad = _pick(rng, [(2, 2, 0), (3, 2, 1), (3, 1, 1), (4, 4, 0)])
     return Chain(head, 4, dims, {"batch_size": 2, "channels": 8, "height": 8, "width": 8},
                  {"kernel": kernel, "stride": stride, "padding": pad})
