@@ -216,8 +216,8 @@ def _emit(chain: Chain) -> tuple[str, list[str], str, dict[str, int]] | None:
         shape_names = ["batch_size", "features"] if chain.rank == 2 else ["batch_size", "channels", "height", "width"]
         inputs.append(f"torch.randn({', '.join(shape_names)}{dtype_kw})")
         op = chain.head_args["op"]
-        pshape = arg(feat) if chain.rank == 2 else f"{arg(feat)}, 1, 1"
         if op == "affine":
+            pshape = arg(feat) if chain.rank == 2 else f"{arg(feat)}, 1, 1"
             init_lines.append(f"self.in_scale = nn.Parameter(torch.randn({pshape}{dtype_kw}) * 0.5 + 1.0)")
             init_lines.append(f"self.in_shift = nn.Parameter(torch.randn({pshape}{dtype_kw}) * 0.5)")
             fwd.append("x = x * self.in_scale + self.in_shift")
