@@ -10,9 +10,17 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from pathlib import Path
+
 from adaexplore_mcp.config import Settings
-from adaexplore_mcp.errors import UserError
-from adaexplore_mcp.models import Backend, Evaluation, TaskInfo, TaskProbe
+from adaexplore_mcp.export import (
+    MissingReportDependency, SnapshotNode, TreeSnapshot, report_html, report_png, standalone_kernel_file,
+)
+from adaexplore_mcp.errors import NotFound, UserError
+from adaexplore_mcp.jobs import JobRunner
+from adaexplore_mcp.memory.service import MemoryService
+from adaexplore_mcp.models import Backend, Evaluation, ExportedKernel, SearchReport, TaskInfo, TaskProbe
+from adaexplore_mcp.search import SearchService, SearchTree
 from adaexplore_mcp.store import Store, dumps, new_id
 from adaexplore_mcp.tasks.format import TaskFormatError, TaskSpec, check_small_shapes, check_static, source_hash
 from adaexplore_mcp.tasks.registry import TaskRegistry
@@ -44,6 +52,16 @@ class App:
         self.tasks = TaskRegistry(self.store)
         self._judge = judge
         self._register_builtins()
+        self.memory = MemoryService(self.store)
+        self.jobs = JobRunner(self.store)
+        self.search = SearchService(
+            self.store,
+            evaluate=lambda task_id, source, progress: self.evaluate_kernel(task_id, source, progress=progress),
+            task_lookup=self.tasks.info,
+            rules_provider=lambda task_id: self.memory.rules_for_brief(task_id=task_id),
+            timing_available=self.judge.backend == "cuda",
+            max_source_bytes=settings.max_source_bytes,
+        )
 
     # -- judge -------------------------------------------------------------------------------
     @property
@@ -108,8 +126,76 @@ class App:
                 "degenerate task: a constant output would pass this task's check; a pass proves little"
             )
         evaluation.duration_s = evaluation.duration_s or round(time.monotonic() - started, 3)
+        evaluation.rules = self.memory.record_failure(evaluation, kernel_source)
         self._record(evaluation, kernel_source)
         return evaluation
+
+    def evaluation_json(self, eval_id: str) -> str:
+        row = self.store.read_one("SELECT result FROM evaluations WHERE eval_id = ?", (eval_id,))
+        if row is None:
+            raise NotFound(f"unknown eval_id {eval_id!r}")
+        return row["result"]
+
+    # -- exports -----------------------------------------------------------------------------
+    def export_kernel(self, search_id: str) -> ExportedKernel:
+        """The best kernel of a search as a standalone KernelBench file, written under the data dir."""
+        best = self.search.best_kernel(search_id)
+        summary = self.search.get_search(search_id)
+        spec = self.tasks.spec(summary.task_id)
+        timing = best.evaluation.timing if best.evaluation else None
+        text = standalone_kernel_file(spec.source, best.kernel_source, {
+            "task": spec.name, "speedup": best.speedup, "gpu": timing.gpu if timing else None,
+            "search_id": search_id, "node_id": best.node_id,
+        })
+        path = self._export_dir() / f"{search_id}_best.py"
+        path.write_text(text)
+        return ExportedKernel(search_id=search_id, node_id=best.node_id, speedup=best.speedup, path=str(path),
+                              source=text)
+
+    def search_report(self, search_id: str, png: bool = True) -> SearchReport:
+        """An HTML page (and a PNG when matplotlib is installed) of a search's tree and best-speedup curve."""
+        tree = self.search.get_search(search_id)
+        snapshot = tree_snapshot(tree, self.tasks.info(tree.task_id).name)
+        html_path = self._export_dir() / f"{search_id}_report.html"
+        html_path.write_text(report_html(snapshot))
+        png_path, png_note = None, None
+        if png:
+            try:
+                png_path = str(report_png(snapshot, self._export_dir() / f"{search_id}_report.png"))
+            except MissingReportDependency as exc:
+                png_note = str(exc)
+        return SearchReport(search_id=search_id, html_path=str(html_path), png_path=png_path, png_note=png_note,
+                            steps_used=tree.steps_used, best_speedup=tree.best_speedup,
+                            best_node_id=tree.best_node_id, verdicts=snapshot.verdict_counts(),
+                            html_uri=f"adaexplore://searches/{search_id}/report.html")
+
+    def _export_dir(self) -> Path:
+        path = self.settings.home / "exports"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # -- task synthesis ------------------------------------------------------------------------
+    def synthesize_tasks(self, count: int, seed: int, progress: Progress | None = None) -> list[TaskInfo]:
+        """Practice tasks for Adapt: generated, run on the CPU, probed in a worker, kept only if valid."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 200:
+            raise UserError("count must be an integer from 1 to 200")
+        from adaexplore_mcp.tasks.synthesis import synthesize
+
+        kept: list[TaskInfo] = []
+        candidates = synthesize(count * 2, seed)  # spare ones for those the worker probe rejects
+        for i, task in enumerate(candidates):
+            if len(kept) == count:
+                break
+            if progress:
+                progress(i / len(candidates), f"probing {task.name}")
+            try:
+                info, _ = self.create_task(task.name, task.source, task.small_shapes, task.description,
+                                           origin="synthesized")
+            except UserError:
+                continue
+            if not info.degenerate:
+                kept.append(info)
+        return kept
 
     def _check_kernel_source(self, source: str) -> None:
         if not isinstance(source, str) or not source.strip():
@@ -130,6 +216,17 @@ class App:
                  evaluation.verdict.value, evaluation.speedup, evaluation.backend,
                  evaluation.model_dump_json(), time.time()),
             )
+
+
+def tree_snapshot(tree: SearchTree, task_name: str) -> TreeSnapshot:
+    """Map a search's tree onto the export package's plain snapshot (export never reads search types)."""
+    nodes = [
+        SnapshotNode(node_id=n.node_id, parent_id=n.parent_id, kind=n.kind, verdict=n.verdict, speedup=n.speedup,
+                     reward=n.reward or 0.0, visits=n.visits, step_index=n.step_index, note=n.note)
+        for n in tree.nodes
+    ]
+    return TreeSnapshot(search_id=tree.search_id, task_name=task_name, strategy=tree.strategy, budget=tree.budget,
+                        nodes=nodes, best_node_id=tree.best_node_id)
 
 
 def _register_part_migrations() -> None:

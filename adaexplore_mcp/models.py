@@ -169,3 +169,23 @@ class CreateTaskResult(BaseModel):
 
 class TaskList(BaseModel):
     tasks: list[TaskInfo]
+
+
+class ExportedKernel(BaseModel):
+    search_id: str
+    node_id: int
+    speedup: float | None
+    path: str = Field(description="where the standalone KernelBench file was written")
+    source: str
+
+
+class SearchReport(BaseModel):
+    search_id: str
+    html_path: str
+    png_path: str | None
+    png_note: str | None = Field(default=None, description="why no PNG was made, if none was")
+    html_uri: str
+    steps_used: int
+    best_speedup: float | None
+    best_node_id: int | None
+    verdicts: dict[str, int]

@@ -1,0 +1,53 @@
+"""Helpers shared by the tool modules: error translation and blocking calls with progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+
+from adaexplore_mcp.app import App
+
+T = TypeVar("T")
+GetApp = Callable[[], App]
+
+
+@contextmanager
+def tool_errors() -> Iterator[None]:
+    """A caller's mistake (UserError, ValueError, LookupError) becomes a tool error the model reads."""
+    try:
+        yield
+    except (ValueError, LookupError) as exc:
+        raise ToolError(str(exc).strip("'\"")) from exc
+
+
+@contextmanager
+def resource_errors() -> Iterator[None]:
+    try:
+        yield
+    except (ValueError, LookupError) as exc:
+        raise ResourceNotFoundError(str(exc).strip("'\"")) from exc
+
+
+async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run `fn(*args, progress=..., **kwargs)` in a thread, relaying progress to the client."""
+
+    def progress(fraction: float, message: str) -> None:
+        if ctx is None:
+            return
+        try:
+            anyio.from_thread.run(ctx.report_progress, float(fraction), 1.0, message)
+        except Exception:  # a client that went away must not fail the work
+            pass
+
+    def call() -> T:
+        with tool_errors():
+            return fn(*args, progress=progress, **kwargs)
+
+    return await anyio.to_thread.run_sync(call)

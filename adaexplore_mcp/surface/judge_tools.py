@@ -1,0 +1,80 @@
+"""Tasks and the judge: create_task, list_tasks, evaluate_kernel, submit_evaluation, get_job."""
+
+from __future__ import annotations
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+from adaexplore_mcp.jobs import Job
+from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
+from adaexplore_mcp.surface.common import GetApp, run_blocking, tool_errors
+
+EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
+forward signature and parameter names as the task's Model) whose work is done by @triton.jit kernels. It runs
+in an isolated worker: builds it, compares it with the float32 reference on 5 fresh random input sets, checks
+integrity (inputs unchanged, output not aliasing an input, a Triton kernel of yours launched) and, on a GPU,
+times it against the reference with the L2 cache flushed. Cost: about 1-3 s warm on a GPU (first call and new
+kernels more); tens of seconds under the CPU interpreter. Returns `verdict` (passed, compile_error,
+runtime_error, mismatch, timeout, crashed, rejected) with an actionable detail (`error`: the error line and
+your offending line; `mismatch`: which output, trial, max error and where; `rejected`: which check),
+`speedup` vs the strict fp32 reference (null without a GPU), `speedup_tf32` vs the TF32 reference,
+`precision` flags (computing below fp32), `rules` your failure falls under, and `warnings`."""
+
+
+def register(mcp: MCPServer, get_app: GetApp) -> None:
+    @mcp.tool()
+    async def create_task(
+        name: str,
+        reference_source: str,
+        small_shapes: dict[str, int] | None = None,
+        description: str = "",
+        ctx: Context | None = None,
+    ) -> CreateTaskResult:
+        """Register a PyTorch reference to optimize, in KernelBench format: top-level `class Model(nn.Module)`,
+        `get_inputs()` and `get_init_inputs()` (KernelBench problem files work unchanged). The server runs it
+        on several random seeds in a worker (a few seconds) and flags a degenerate task (one a constant output
+        would pass). `small_shapes` optionally overrides top-level integer constants (e.g. {"batch_size": 8})
+        for runs under the CPU interpreter. Returns `task_id` (for evaluate_kernel and start_search),
+        `degenerate` and `warnings`. The same name and source again returns the same task_id."""
+        app = get_app()
+        info, created = await run_blocking(
+            ctx, lambda progress: app.create_task(name, reference_source, small_shapes, description)
+        )
+        return CreateTaskResult(
+            task_id=info.task_id, created=created, degenerate=info.degenerate, warnings=info.warnings,
+            inputs=info.inputs, outputs=info.outputs, reference_uri=f"adaexplore://tasks/{info.task_id}/reference",
+            backend=app.judge.backend,
+        )
+
+    @mcp.tool()
+    def list_tasks(origin: str | None = None) -> TaskList:
+        """List known tasks: the built-in library, your own and synthesized ones (filter with origin =
+        'builtin', 'user' or 'synthesized'). Each has task_id, name, description, degenerate, shapes when known.
+        Cheap. A task's reference source is the resource adaexplore://tasks/{task_id}/reference."""
+        return TaskList(tasks=get_app().tasks.list(origin))
+
+    async def evaluate_kernel(
+        task_id: str, kernel_source: str, timeout_s: float | None = None, ctx: Context | None = None
+    ) -> Evaluation:
+        return await run_blocking(ctx, get_app().evaluate_kernel, task_id, kernel_source, timeout_s)
+
+    mcp.tool(description=EVALUATE_DOC)(evaluate_kernel)
+
+    @mcp.tool()
+    def submit_evaluation(task_id: str, kernel_source: str, timeout_s: float | None = None) -> Job:
+        """Same as evaluate_kernel, but returns at once with a `job_id`; poll get_job(job_id) until status is
+        'done' (its `result` is the evaluation) or 'failed'. Use it when your client times out calls after
+        ~60 s, e.g. under the CPU interpreter or with a long timeout_s."""
+        app = get_app()
+        with tool_errors():
+            app.tasks.spec(task_id)  # fail now, not in the background, on an unknown task
+            return app.jobs.submit(
+                "evaluate", lambda progress: app.evaluate_kernel(task_id, kernel_source, timeout_s, progress)
+            )
+
+    @mcp.tool()
+    def get_job(job_id: str) -> Job:
+        """Status of a submitted job: queued, running (with progress and message), done (with `result`),
+        failed (with `error`) or lost (its server process stopped; submit again). Cheap; poll every few seconds."""
+        with tool_errors():
+            return get_app().jobs.get(job_id)

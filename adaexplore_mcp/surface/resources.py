@@ -1,0 +1,65 @@
+"""Resources (addressable by URI template) and the `optimize_module` prompt."""
+
+from __future__ import annotations
+
+from mcp.server import MCPServer
+
+from adaexplore_mcp.prompts import optimize_module
+from adaexplore_mcp.surface.common import GetApp, resource_errors
+
+
+def rules_markdown(app_rules: list) -> str:
+    lines = ["# adaexplore-mcp validity rules", "", "Active rules first; count = failures in the rule's clusters.", ""]
+    for rule in app_rules:
+        lines.append(f"- **{rule.rule_id}** ({rule.status}, {rule.count} failures): {rule.text}")
+    return "\n".join(lines) + "\n"
+
+
+def register(mcp: MCPServer, get_app: GetApp) -> None:
+    @mcp.resource("adaexplore://tasks/{task_id}/reference", mime_type="text/x-python")
+    def task_reference(task_id: str) -> str:
+        """A task's reference source (KernelBench format)."""
+        with resource_errors():
+            return get_app().tasks.spec(task_id).source
+
+    @mcp.resource("adaexplore://searches/{search_id}/nodes/{node_id}/kernel", mime_type="text/x-python")
+    def node_kernel(search_id: str, node_id: str) -> str:
+        """The full kernel source of one node of a search."""
+        with resource_errors():
+            if not node_id.isdigit():
+                raise ValueError(f"node_id must be an integer, got {node_id!r}")
+            return get_app().search.node_kernel(search_id, int(node_id))
+
+    @mcp.resource("adaexplore://searches/{search_id}/tree", mime_type="application/json")
+    def search_tree(search_id: str) -> str:
+        """A search's whole tree as JSON (without kernel sources)."""
+        with resource_errors():
+            return get_app().search.get_search(search_id).model_dump_json()
+
+    @mcp.resource("adaexplore://searches/{search_id}/best", mime_type="text/x-python")
+    def best_kernel(search_id: str) -> str:
+        """The best kernel of a search as a standalone KernelBench file."""
+        with resource_errors():
+            return get_app().export_kernel(search_id).source
+
+    @mcp.resource("adaexplore://searches/{search_id}/report.html", mime_type="text/html")
+    def report(search_id: str) -> str:
+        """The HTML report of a search (best speedup over steps and the tree)."""
+        with resource_errors():
+            path = get_app().search_report(search_id, png=False).html_path
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+
+    @mcp.resource("adaexplore://evaluations/{eval_id}", mime_type="application/json")
+    def evaluation(eval_id: str) -> str:
+        """One stored evaluation, as JSON."""
+        with resource_errors():
+            return get_app().evaluation_json(eval_id)
+
+    @mcp.resource("adaexplore://rules", mime_type="text/markdown")
+    def rules() -> str:
+        """The whole rule memory as Markdown."""
+        return rules_markdown(get_app().memory.query_skills(limit=1000).rules)
+
+    mcp.prompt(name="optimize_module", description="Optimize a PyTorch module with Triton kernels: the full "
+               "create_task -> search -> export loop with this server.")(optimize_module)

@@ -1,0 +1,123 @@
+"""The search: start_search, next_step, expand_node (+ submit_expand), get_search, best_kernel,
+list_searches, export_kernel, search_report."""
+
+from __future__ import annotations
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field
+
+from adaexplore_mcp.jobs import Job
+from adaexplore_mcp.models import ExportedKernel, SearchReport
+from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
+from adaexplore_mcp.surface.common import GetApp, run_blocking, tool_errors
+
+
+class StartedSearch(BaseModel):
+    search_id: str
+    task_id: str
+    strategy: str
+    budget: int
+    seed: int
+    timing_available: bool = Field(description="false under the CPU interpreter: correct nodes count as speedup 1")
+    next: str = "call next_step(search_id) for the first brief"
+
+
+class SearchList(BaseModel):
+    searches: list[SearchSummary]
+
+
+EXPAND_DOC = """Answer the pending step of a search with your kernel. For a small step send `edits`, a list of
+{"old": ..., "new": ...} exact replacements applied in order to the brief's parent_kernel (each `old` must occur
+exactly once; otherwise nothing is added and the step stays pending), or a full `kernel_source`; a large step
+needs a full `kernel_source` (a complete ModelNew). `note`: one line on what you tried. The server evaluates
+the kernel (same judge as evaluate_kernel: seconds on a GPU, longer under the CPU interpreter), adds the node,
+backpropagates its reward and returns node_id, the evaluation, the reward, the best so far, is_new_best and
+steps_left. A step id is used once."""
+
+
+def register(mcp: MCPServer, get_app: GetApp) -> None:
+    @mcp.tool()
+    def start_search(task_id: str, budget: int, seed: int = 0, strategy: str = "adaexplore") -> StartedSearch:
+        """Start a kernel search on a task. `budget` is the number of kernels (steps) you will write, e.g. 20-100.
+        `strategy`: 'adaexplore' (tree search: the server alternates small edits and fresh kernels; default),
+        'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent fresh kernels).
+        `seed` makes the server's choices replayable. Cheap. Then loop: next_step -> expand_node."""
+        app = get_app()
+        with tool_errors():
+            search_id = app.search.start_search(task_id, budget, seed, strategy)
+        return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
+                             timing_available=app.search.timing_available)
+
+    @mcp.tool()
+    def next_step(search_id: str) -> StepBrief:
+        """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided by
+        `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the
+        `pool` of the best kernels of other branches), `rules` every kernel must respect, the task, instructions
+        and steps_left. Calling it again before expand_node returns the same step. When the budget is spent,
+        `done` is true and the brief names the best node. Cheap."""
+        with tool_errors():
+            return get_app().search.next_step(search_id)
+
+    async def expand_node(
+        search_id: str,
+        step_id: str,
+        kernel_source: str | None = None,
+        edits: list[Edit] | None = None,
+        note: str = "",
+        ctx: Context | None = None,
+    ) -> ExpandResult:
+        return await run_blocking(ctx, get_app().search.expand_node, search_id, step_id, kernel_source, edits, note)
+
+    mcp.tool(description=EXPAND_DOC)(expand_node)
+
+    @mcp.tool()
+    def submit_expand(
+        search_id: str, step_id: str, kernel_source: str | None = None, edits: list[Edit] | None = None,
+        note: str = "",
+    ) -> Job:
+        """Same as expand_node but returns a job_id at once; poll get_job(job_id) until 'done' (its result is the
+        expand_node result). For clients that time out calls after ~60 s (e.g. CPU interpreter runs)."""
+        app = get_app()
+        with tool_errors():
+            app.search.next_step(search_id)  # unknown searches fail now, not in the background
+            return app.jobs.submit(
+                "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
+                                                                  progress=progress)
+            )
+
+    @mcp.tool()
+    def get_search(search_id: str, include_sources: bool = False) -> SearchTree:
+        """The whole tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
+        best-speedup curve over steps, and the search's constants. Kernel sources only with include_sources
+        (large: prefer the resource adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
+        with tool_errors():
+            return get_app().search.get_search(search_id, include_sources)
+
+    @mcp.tool()
+    def best_kernel(search_id: str) -> BestKernel:
+        """The best correct kernel of a search (highest speedup over the whole tree) with its source and
+        evaluation. A tool error when no node is correct yet. Cheap."""
+        with tool_errors():
+            return get_app().search.best_kernel(search_id)
+
+    @mcp.tool()
+    def list_searches(task_id: str | None = None) -> SearchList:
+        """All searches (optionally of one task): strategy, budget, steps used and left, best speedup. Cheap."""
+        with tool_errors():
+            return SearchList(searches=get_app().search.list_searches(task_id))
+
+    @mcp.tool()
+    def export_kernel(search_id: str) -> ExportedKernel:
+        """Write the best kernel of a search as a standalone KernelBench-format file (the task's reference,
+        get_inputs, get_init_inputs and your ModelNew, with a header giving the speedup and GPU) and return its
+        path and text. Cheap."""
+        with tool_errors():
+            return get_app().export_kernel(search_id)
+
+    @mcp.tool()
+    async def search_report(search_id: str, ctx: Context | None = None) -> SearchReport:
+        """Make a report of a search: an HTML page (plot of best speedup over steps, the tree with kind,
+        verdict and speedup per node) and the same as a PNG. Returns the file paths, the resource URI of the
+        HTML and a summary. About a second."""
+        return await run_blocking(ctx, lambda progress: get_app().search_report(search_id))
