@@ -65,12 +65,18 @@ def origin_label(mode: str, version: str) -> str:
     return {"interpreter": f"interpreter-{v}", "frontend": f"compiled-{v}-cpu-frontend", "native": f"gpu-{v}"}[mode]
 
 
+JUDGE = "adaexplore_mcp.judge.classify"
+
+
 def observe(seeds: list[SeedRule], modes: list[str]) -> list[dict]:
+    import importlib.util
+
+    describe = JUDGE if importlib.util.find_spec(JUDGE) else None
     cases = [(str(s.path), t) for s in seeds for t in s.triggers]
     by_path = {str(s.path): s for s in seeds}
     out = []
     for mode in modes:
-        for obs in run_cases(cases, mode):
+        for obs in run_cases(cases, mode, describe=describe):
             rule = by_path[obs.path]
             row = {"rule": rule.key, "entry": obs.entry, "mode": mode, "triton_version": obs.triton_version,
                    "raised": obs.raised, "exception": obs.exception, "message": obs.message, "text": obs.text,
@@ -80,6 +86,10 @@ def observe(seeds: list[SeedRule], modes: list[str]) -> list[dict]:
                 row["error_line"] = error_line(obs.exception, obs.message, obs.text)
                 row["source_line"] = offending_line(obs.text)
                 row["matches_rule"] = row["signature"] in rule.signatures
+                if obs.detail:  # what the server records: the judge's ErrorDetail
+                    d = obs.detail
+                    row["judge_detail"] = d
+                    row["judge_signature"] = signature(d["exception"], d["message"], d["excerpt"])
             out.append(row)
     return out
 
@@ -100,6 +110,8 @@ def check(seeds: list[SeedRule], observed: list[dict]) -> list[str]:
             continue
         if not row["matches_rule"]:
             problems.append(f"{where}: signature not in rule: {row['signature']!r} ({row['error_line'][:120]})")
+        elif row.get("judge_signature", row["signature"]) != row["signature"]:
+            problems.append(f"{where}: the judge's ErrorDetail gives another signature: {row['judge_signature']!r}")
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from importlib.metadata import version
 
@@ -15,6 +16,8 @@ from adaexplore_mcp.store import Store
 
 SEEDS = read_seed_rules()
 TRITON = ".".join(version("triton").split(".")[:2])
+# The judge's classifier, when present: the signature of the ErrorDetail the server really records.
+JUDGE = "adaexplore_mcp.judge.classify" if importlib.util.find_spec("adaexplore_mcp.judge.classify") else None
 
 
 def test_at_least_forty_seed_rules_each_with_text_signatures_and_a_trigger():
@@ -42,12 +45,12 @@ def _observed(mode: str) -> list[tuple]:
     if not wanted:
         pytest.skip(f"no seed rule was recorded on {label}")
     by_path = {str(s.path): s for s in wanted}
-    obs = run_cases([(str(s.path), t) for s in wanted for t in s.triggers], mode)
+    obs = run_cases([(str(s.path), t) for s in wanted for t in s.triggers], mode, describe=JUDGE)
     return [(by_path[o.path], o) for o in obs]
 
 
 @pytest.mark.parametrize("mode", ["interpreter", "frontend"])
-def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_signature(mode):
+def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_signature_raw_and_via_the_judge(mode):
     results = _observed(mode)
     reproduced = set()
     for rule, o in results:
@@ -57,6 +60,9 @@ def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_sign
         if rule.key == "launch-without-grid" and mode == "interpreter":
             continue
         assert sig in rule.signatures, (rule.key, o.entry, sig)
+        if JUDGE:
+            d = o.detail
+            assert signature(d["exception"], d["message"], d["excerpt"]) == sig, (rule.key, o.entry, d)
         reproduced.add(rule.key)
     label = f"triton-{TRITON}-{'interpreter' if mode == 'interpreter' else 'frontend'}"
     expected = {s.key for s in SEEDS if label in s.seen}

@@ -36,7 +36,8 @@ _CHAIN_SEPARATORS = re.compile(
 )
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Construct|Timeout|Interrupt|Exit|Crashed)"
                        r"|[A-Za-z_][\w]*\.[\w.]*[A-Z]\w*)(?::[ \t]?(.*))?$")
-_REPR = re.compile(r"""^([A-Za-z_]\w*)\((['"])(.*)\2\)$""", re.S)
+# `TypeError("...")` as Triton's wrappers print their cause (possibly cut short: no closing quote).
+_REPR = re.compile(r"""^([A-Z]\w*)\((['"])(.*?)(?:\2\)|\.\.\.)?$""", re.S)
 _EXCERPT_HEAD = re.compile(r"^at \d+:\d+:\s*$")
 _CARET = re.compile(r"^\s*\^+\s*$")
 
@@ -86,7 +87,11 @@ class CoreError:
 
 
 def split_chain(text: str) -> list[tuple[str, str]]:
-    """(exception type, message) for each exception of a traceback text, root cause first."""
+    """(exception type, message) for each exception of a traceback text, root cause first.
+
+    Reads Python's chained tracebacks (blocks joined by "The above exception was the direct cause...")
+    and compact excerpts that list several `Type: message` entries after the frames, cause first.
+    """
     chain = []
     for block in _CHAIN_SEPARATORS.split(text or ""):
         lines = block.rstrip().splitlines()
@@ -95,12 +100,17 @@ def split_chain(text: str) -> list[tuple[str, str]]:
         # Skip the frame's code line and its caret underline.
         while start < len(lines) and lines[start].startswith("    "):
             start += 1
-        for i in range(start, len(lines)):
-            m = _EXC_LINE.match(lines[i])
+        entry: list | None = None
+        for line in lines[start:]:
+            m = _EXC_LINE.match(line)
             if m:
-                message = "\n".join([m.group(2) or ""] + lines[i + 1:]).strip()
-                chain.append((m.group(1).rsplit(".", 1)[-1], message))
-                break
+                if entry:
+                    chain.append((entry[0], "\n".join(entry[1]).strip()))
+                entry = [m.group(1).rsplit(".", 1)[-1], [m.group(2) or ""]]
+            elif entry:
+                entry[1].append(line)
+        if entry:
+            chain.append((entry[0], "\n".join(entry[1]).strip()))
     return chain
 
 

@@ -35,6 +35,7 @@ class Observed:
     text: str = ""
     triton_version: str = ""
     note: str = ""
+    detail: dict | None = None  # what a `describe` hook made of the exception (the judge's ErrorDetail)
 
 
 def trigger_names(source: str) -> list[str]:
@@ -46,7 +47,7 @@ def trigger_names(source: str) -> list[str]:
 
 
 def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
-              case_timeout_s: int = 20) -> list[Observed]:
+              case_timeout_s: int = 20, describe: str | None = None) -> list[Observed]:
     """Run ``(path, entry)`` cases in one fresh subprocess of ``mode``; one Observed per case."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -59,7 +60,8 @@ def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "adaexplore_mcp.memory.triggers"],
-            input=json.dumps({"mode": mode, "cases": cases, "case_timeout_s": case_timeout_s}),
+            input=json.dumps({"mode": mode, "cases": cases, "case_timeout_s": case_timeout_s,
+                              "describe": describe}),
             capture_output=True, text=True, timeout=timeout_s, env=env,
             cwd=str(Path(__file__).resolve().parents[2]),
         )
@@ -79,7 +81,7 @@ def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
         results.append(Observed(crashed[0], crashed[1], mode, True, "WorkerCrashed",
                                 f"worker exited with {rc}", stderr[-4000:]))
         if rest:
-            results.extend(run_cases(rest, mode, timeout_s, case_timeout_s))
+            results.extend(run_cases(rest, mode, timeout_s, case_timeout_s, describe))
     return results
 
 
@@ -152,6 +154,7 @@ def _last_line(exc: BaseException) -> str:
 
 
 def _worker() -> None:
+    import importlib
     import importlib.util
     import signal
     import traceback
@@ -163,6 +166,9 @@ def _worker() -> None:
     if mode == "frontend":
         _install_frontend_target()
     device = "cuda" if mode == "native" else "cpu"
+    # Optional: a module with `describe(exc, CandidateFile(path, source))` (the judge's classifier),
+    # named by the caller so this module never imports the judge itself.
+    hook = importlib.import_module(job["describe"]) if job.get("describe") else None
     signal.signal(signal.SIGALRM, _alarm)
     for i, (path, entry) in enumerate(job["cases"]):
         obs = Observed(path, entry, mode, False, triton_version=triton.__version__)
@@ -182,6 +188,9 @@ def _worker() -> None:
             obs.exception = type(exc).__name__
             obs.message = _last_line(exc)
             obs.text = clip_traceback(traceback.format_exc())
+            if hook is not None:
+                cand = hook.CandidateFile(path=path, source=Path(path).read_text())
+                obs.detail = hook.describe(exc, cand).model_dump()
         finally:
             signal.alarm(0)
         print("@@RESULT " + json.dumps(asdict(obs)), flush=True)
