@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", default=None, help="bearer token for HTTP (or $ADAEXPLORE_TOKEN)")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="run a short scripted search on a built-in task and print the tree")
-    demo.add_argument("--task", default="softmax_rows")
+    demo.add_argument("--task", default="scaled_softmax")
     demo.add_argument("--budget", type=int, default=8)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--strategy", default="adaexplore")

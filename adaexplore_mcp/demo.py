@@ -1,0 +1,81 @@
+"""`adaexplore-mcp demo`: a short scripted search on a built-in task, played through the MCP tools.
+
+The scripted proposer stands in for the assistant and talks to an in-process MCP client, so the demo
+exercises exactly what an assistant would call: start_search, next_step, expand_node, get_search,
+search_report. It prints each step, the tree and the best speedup.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from adaexplore_mcp.config import Settings
+from adaexplore_mcp.search.proposer import ScriptedProposer, default_templates
+from adaexplore_mcp.search.types import StepBrief
+from adaexplore_mcp.server import build_server
+
+
+def _speedup(value: float | None) -> str:
+    return "untimed" if value is None else f"{value:.2f}x"
+
+
+async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+    return result.structured_content
+
+
+def print_tree(nodes: list[dict[str, Any]], best_node_id: int | None, out=sys.stdout) -> None:
+    children: dict[int | None, list[dict[str, Any]]] = {}
+    for node in nodes:
+        children.setdefault(node["parent_id"], []).append(node)
+
+    def walk(node: dict[str, Any], depth: int) -> None:
+        if node["kind"] == "root":
+            label = "root (PyTorch reference)"
+        else:
+            star = "  <- best" if node["node_id"] == best_node_id else ""
+            label = (f"#{node['node_id']} {node['kind']:<5} {node['verdict']:<13} {_speedup(node['speedup']):>8}"
+                     f"  {node['note'][:60]}{star}")
+        print("  " * depth + label, file=out)
+        for child in children.get(node["node_id"], []):
+            walk(child, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+
+
+async def _demo(task: str, budget: int, seed: int, strategy: str) -> int:
+    settings = Settings.from_env()
+    proposer = ScriptedProposer(default_templates(task), seed=seed)
+    async with Client(build_server(settings), read_timeout_seconds=900) as client:
+        started = await _call(client, "start_search", task_id=task, budget=budget, seed=seed, strategy=strategy)
+        search_id = started["search_id"]
+        timing = "GPU timing" if started["timing_available"] else "CPU interpreter: no timing, speedups untimed"
+        print(f"search {search_id} on {task}: {strategy}, budget {budget}, seed {seed} ({timing})")
+        while True:
+            brief = StepBrief.model_validate(await _call(client, "next_step", search_id=search_id))
+            if brief.done:
+                break
+            proposal = proposer.propose(brief)
+            result = await _call(client, "expand_node", search_id=search_id, step_id=brief.step_id, **proposal)
+            evaluation = result["evaluation"]
+            print(f"step {result['steps_used']:>3}: {brief.kind:<5} from #{brief.parent_node_id:<3} -> "
+                  f"#{result['node_id']:<3} {evaluation['verdict']:<13} {_speedup(evaluation['speedup']):>8}"
+                  f"  ({evaluation['duration_s']:.1f} s)")
+        tree = await _call(client, "get_search", search_id=search_id)
+        print("\ntree:")
+        print_tree(tree["nodes"], tree["best_node_id"])
+        report = await _call(client, "search_report", search_id=search_id)
+        print(f"\nbest: node {tree['best_node_id']}, speedup {_speedup(tree['best_speedup'])}")
+        print(f"report: {report['html_path']}" + (f" and {report['png_path']}" if report["png_path"] else ""))
+    return 0
+
+
+def run_demo(task: str = "scaled_softmax", budget: int = 8, seed: int = 0, strategy: str = "adaexplore") -> int:
+    return anyio.run(_demo, task, budget, seed, strategy)
