@@ -190,3 +190,22 @@ def test_the_report_lists_clusters_not_covered_by_any_seed_rule(seeded):
     assert rep.failures == 6 and rep.clusters == 2 and rep.ripe_clusters == 1
     assert [c.signature for c in rep.uncovered_by_seed] == ["RuntimeError: something new happened at line <n>"]
     assert "dot-dtype-mismatch" not in rep.seed_rules_never_hit and "dtype-call" in rep.seed_rules_never_hit
+
+
+def test_timeouts_and_crashes_cluster_by_their_own_signature(svc):
+    ev = Evaluation(task_id="t", verdict=Verdict.timeout, backend="cuda")
+    crash = Evaluation(task_id="t", verdict=Verdict.crashed, backend="cuda", error=ErrorDetail(
+        exception="WorkerDied", message="CUDA error: an illegal memory access was encountered at 0x7f00aa"))
+    svc.record_failure(ev)
+    svc.record_failure(crash)
+    sigs = {r["signature"] for r in svc.store.read("SELECT signature FROM failures")}
+    assert sigs == {"timeout: no error detail",
+                    "crashed: WorkerDied: CUDA error: an illegal memory access was encountered at <addr>"}
+
+
+def test_a_syntax_error_line_number_never_makes_its_own_cluster(svc):
+    for k, task in enumerate(("a", "b", "c")):
+        svc.record_failure(Evaluation(task_id=task, verdict=Verdict.compile_error, backend="cuda", error=ErrorDetail(
+            exception="SyntaxError", message=f"invalid syntax (kernel_{k}.py, line {223 + k})")))
+    [c] = svc.failure_clusters().clusters
+    assert c.signature == "SyntaxError: invalid syntax (<file>.py, line <n>)"

@@ -54,6 +54,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in [
     (r"<class '(?:[\w]+\.)*(\w+)'>", r"<class \1>"),
     (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-<>]+){2,}[\\/]?", "<path>"),
     (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
+    (r"\b[\w\-]+\.py\b", "<file>.py"),
     (r"\bline \d+\b", "line <n>"),
     (r"\bat \d+:\d+\b", "at <loc>"),
     (r"<\[[^\]]*\],\s*[\w<>]+>", "<block>"),
