@@ -127,9 +127,10 @@ def get_init_inputs():
 '''
 LINEAR_SMALL = {"batch": 8, "features_in": 32, "features_out": 16}
 
+# K is a constexpr: Triton 3.6's interpreter (with numpy >= 2.5) cannot range() over a runtime int.
 LINEAR_KERNEL = HEADER + '''
 @triton.jit
-def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K,
+def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K: tl.constexpr,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     pm = tl.program_id(0)
     pn = tl.program_id(1)

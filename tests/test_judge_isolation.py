@@ -92,3 +92,15 @@ def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
                          cwd=os.getcwd())
     assert out.stdout == "RESULT passed", (out.stdout[:500], out.stderr[-2000:])
+
+
+def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaexplore_mcp.judge import pool
+
+    monkeypatch.setattr(pool, "RECYCLE_AFTER", 2)
+    pids = []
+    for _ in range(3):
+        _next_one_passes(judge)
+        pids.append(judge._pool._workers[0].proc.pid)
+    # the first evaluation used up the old worker's quota; its successor serves two, then is replaced
+    assert pids[0] == pids[1] != pids[2]

@@ -171,3 +171,25 @@ def test_mutation_and_alias_checks() -> None:
     assert mutated_input([x], [y]) == 0
     assert mutated_input([torch.tensor([float("nan")])], [torch.tensor([float("nan")])]) is None
     assert aliased_output(x[2:], [x]) == (0, 0) and aliased_output(x.clone(), [x]) is None
+
+
+def test_the_gpu_lock_is_exclusive_across_open_files(tmp_path) -> None:
+    import threading
+    import time
+
+    from adaexplore_mcp.judge.timing import gpu_lock
+
+    order: list[str] = []
+
+    def other() -> None:
+        with gpu_lock(tmp_path, 3):
+            order.append("other")
+
+    with gpu_lock(tmp_path, 3):
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.3)
+        order.append("first")
+    t.join(5)
+    assert order == ["first", "other"]
+    assert (tmp_path / "locks" / "gpu3.lock").exists()

@@ -192,6 +192,22 @@ def describe(exc: BaseException, cand: CandidateFile | None) -> ErrorDetail:
     )
 
 
+def interpreter_internal(exc: BaseException, cand: CandidateFile | None) -> str | None:
+    """Where inside Triton's interpreter an InterpreterError arose, when not in the candidate's code or a
+    language check (semantic.py): such failures can be interpreter bugs (Triton 3.6 with numpy >= 2.5
+    fails on `range()` over a runtime int), so the verdict needs a GPU to confirm."""
+    for e in chain(exc):
+        if "InterpreterError" in _type_names(e) and e.__cause__ is not None:
+            frames = traceback.extract_tb(e.__cause__.__traceback__)
+            if not frames:
+                return None
+            last = frames[-1].filename
+            if (cand is not None and last == cand.path) or last.endswith("semantic.py"):
+                return None
+            return "/".join(last.split("/")[-3:])
+    return None
+
+
 def classify(exc: BaseException, stage: str, cand: CandidateFile | None) -> Classified:
     """Verdict + detail for an exception raised by candidate code at `stage`."""
     detail = describe(exc, cand)

@@ -51,10 +51,6 @@ def plan_reps(estimate_ms: float, limits: JudgeLimits) -> tuple[int, int]:
     return warmup, max(limits.min_reps, min(limits.max_reps, reps))
 
 
-def speedup(reference: TimingStats, candidate: TimingStats) -> float:
-    return reference.median_ms / max(candidate.median_ms, 1e-9)
-
-
 @contextlib.contextmanager
 def gpu_lock(home: Path, physical_index: int) -> Iterator[None]:
     """Exclusive cross-process lock on one GPU while timing (several servers may share a host)."""

@@ -1,0 +1,138 @@
+"""Judge latency on a GPU: cold start, warm evaluation per task, timing stability. Not a test.
+
+    python bench/judge_latency.py --out judge_latency.json [--tasks a,b] [--stability-task name]
+
+For each (reference, known-correct candidate) pair -- the built-in tasks and their preferred
+solutions -- it measures: the cold start (first evaluation after the Judge is created: worker spawn,
+imports, CUDA context, first compile), the first evaluation of each task's candidate (includes its
+Triton compile), the warm latency (median of 3 repeats), and the stability of the reported speedup
+(the same candidate evaluated 5 times: max/min - 1). Prints a markdown table; writes JSON to --out.
+Sized to finish in well under 5 minutes on an H200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from adaexplore_mcp.config import Settings  # noqa: E402
+from adaexplore_mcp.judge import Judge  # noqa: E402
+from adaexplore_mcp.tasks.format import TaskSpec  # noqa: E402
+
+WARM_REPEATS = 3
+STABILITY_RUNS = 5
+
+
+def load_pairs(names: list[str] | None) -> list[tuple[TaskSpec, str]]:
+    """(task, correct candidate source) for the built-in tasks that have a reference solution."""
+    from adaexplore_mcp.tasks.library import builtin_tasks
+    from adaexplore_mcp.tasks.solutions import reference_solution
+
+    pairs = []
+    for t in builtin_tasks():
+        if names and t.name not in names:
+            continue
+        try:
+            solution = reference_solution(t.name)
+        except KeyError:
+            continue
+        pairs.append((TaskSpec(task_id=t.name, name=t.name, source=t.source, small_shapes=t.small_shapes), solution))
+    return pairs
+
+
+def timed(judge: Judge, task: TaskSpec, source: str) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    ev = judge.evaluate(task, source)
+    return time.perf_counter() - t0, ev
+
+
+def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Path) -> dict:
+    import torch
+    import triton
+
+    report: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                    "torch": torch.__version__, "triton": triton.__version__,
+                    "python": platform.python_version(), "tasks": []}
+    t_create = time.perf_counter()
+    judge = Judge(Settings(home=home))
+    try:
+        report["backend"] = judge.backend
+        first_task, first_src = pairs[0]
+        cold_s, ev = timed(judge, first_task, first_src)
+        report["cold_start_s"] = cold_s
+        report["cold_start_since_create_s"] = time.perf_counter() - t_create
+        report["gpu"] = ev.timing.gpu if ev.timing else None
+        for task, src in pairs:
+            first_s, ev = timed(judge, task, src) if task is not first_task else (cold_s, ev)
+            warm = [timed(judge, task, src) for _ in range(WARM_REPEATS)]
+            last = warm[-1][1]
+            report["tasks"].append({
+                "task": task.name, "verdict": last.verdict.value, "first_s": first_s,
+                "warm_median_s": statistics.median(w for w, _ in warm), "speedup": last.speedup,
+                "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
+                "error": last.error.message if last.error else None,
+                "mismatch": last.mismatch.model_dump() if last.mismatch else None,
+            })
+            print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
+                  f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
+        name = stability_task or pairs[0][0].name
+        task, src = next(p for p in pairs if p[0].name == name)
+        speedups = [judge.evaluate(task, src).speedup for _ in range(STABILITY_RUNS)]
+        finite = [s for s in speedups if s]
+        report["stability"] = {"task": name, "speedups": speedups,
+                               "spread": (max(finite) / min(finite) - 1) if finite else None}
+    finally:
+        judge.close()
+    warm_all = [t["warm_median_s"] for t in report["tasks"]]
+    report["warm_median_all_s"] = statistics.median(warm_all) if warm_all else None
+    return report
+
+
+def markdown(r: dict) -> str:
+    lines = [f"Judge latency on {r.get('gpu')} ({r['backend']}), torch {r['torch']}, triton {r['triton']}, "
+             f"Python {r['python']}, {r['date']}", "",
+             f"Cold start (first evaluation after Judge creation): {r['cold_start_s']:.2f} s; "
+             f"warm median over all tasks: {r['warm_median_all_s']:.2f} s", "",
+             "| task | verdict | first eval (s) | warm median (s) | speedup | speedup vs TF32 | below fp32 |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    for t in r["tasks"]:
+        lines.append(f"| {t['task']} | {t['verdict']} | {t['first_s']:.2f} | {t['warm_median_s']:.2f} | "
+                     f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} |")
+    s = r["stability"]
+    spread = "-" if s["spread"] is None else f"{100 * s['spread']:.1f}%"
+    lines += ["", f"Stability ({s['task']}, {len(s['speedups'])} runs): speedups "
+              f"{[round(x, 3) if x else x for x in s['speedups']]}, max/min spread "
+              f"{spread}"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True, help="where to write the JSON report")
+    ap.add_argument("--tasks", default="", help="comma-separated built-in task names (default: all)")
+    ap.add_argument("--stability-task", default=None, help="task for the 5x stability run (default: the first)")
+    ap.add_argument("--home", type=Path, default=None, help="judge data directory (default: a temp dir)")
+    args = ap.parse_args()
+    pairs = load_pairs([n for n in args.tasks.split(",") if n] or None)
+    if not pairs:
+        sys.exit("no (task, solution) pairs found")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = run(pairs, args.stability_task, args.home or Path(tmp))
+    args.out.write_text(json.dumps(report, indent=2))
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()
