@@ -145,7 +145,7 @@ class App:
         timing = best.evaluation.timing if best.evaluation else None
         text = standalone_kernel_file(spec.source, best.kernel_source, {
             "task": spec.name, "speedup": best.speedup, "gpu": timing.gpu if timing else None,
-            "search_id": search_id, "node_id": best.node_id,
+            "search_id": search_id, "node_id": str(best.node_id),
         })
         path = self._export_dir() / f"{search_id}_best.py"
         path.write_text(text)

@@ -11,6 +11,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from pydantic import ValidationError
 
 from adaexplore_mcp.app import App
 
@@ -23,6 +24,8 @@ def tool_errors() -> Iterator[None]:
     """A caller's mistake (UserError, ValueError, LookupError) becomes a tool error the model reads."""
     try:
         yield
+    except ValidationError:
+        raise  # our own models rejecting our own data is a bug, not the caller's mistake
     except (ValueError, LookupError) as exc:
         raise ToolError(str(exc).strip("'\"")) from exc
 
