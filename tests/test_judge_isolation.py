@@ -102,5 +102,5 @@ def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monke
     for _ in range(3):
         _next_one_passes(judge)
         pids.append(judge._pool._workers[0].proc.pid)
-    # the first evaluation used up the old worker's quota; its successor serves two, then is replaced
-    assert pids[0] == pids[1] != pids[2]
+    # three evaluations at two per worker: exactly one replacement, wherever the old quota stood
+    assert len(set(pids)) == 2
