@@ -200,7 +200,7 @@ def test_timeouts_and_crashes_cluster_by_their_own_signature(svc):
     svc.record_failure(crash)
     sigs = {r["signature"] for r in svc.store.read("SELECT signature FROM failures")}
     assert sigs == {"timeout: no error detail",
-                    "crashed: WorkerDied: CUDA error: an illegal memory access was encountered at <addr>"}
+                    "WorkerDied: CUDA error: an illegal memory access was encountered at <addr>"}
 
 
 def test_a_syntax_error_line_number_never_makes_its_own_cluster(svc):

@@ -71,8 +71,6 @@ def failure_record(evaluation: Evaluation, kernel_source: str = "", triton_versi
         sig, exc, line, src = f"rejected: {rej.check}", "", rej.message, ""
     else:
         sig, exc, line, src = f"{category}: no error detail", "", category, ""
-    if category in ("timeout", "crashed") and err is not None and not sig.lower().startswith(category):
-        sig = f"{category}: {sig}"
     return FailureRecord(
         eval_id=evaluation.eval_id or new_id("eval"),
         task_id=evaluation.task_id,

@@ -76,10 +76,14 @@ def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
     if missing and not results:
         raise RuntimeError(f"trigger worker failed to start ({mode}): {stderr[-2000:]}")
     if missing:
-        # The worker died (a crash in one case): note it and run the rest in a new worker.
-        crashed, rest = missing[0], missing[1:]
-        results.append(Observed(crashed[0], crashed[1], mode, True, "WorkerCrashed",
-                                f"worker exited with {rc}", stderr[-4000:]))
+        # The worker died (a crash in one case) or left after a case poisoned the CUDA context:
+        # note a crash, then run the rest in a new worker.
+        if "@@POISONED" in stdout:
+            rest = missing
+        else:
+            crashed, rest = missing[0], missing[1:]
+            results.append(Observed(crashed[0], crashed[1], mode, True, "WorkerCrashed",
+                                    f"worker exited with {rc}", stderr[-4000:]))
         if rest:
             results.extend(run_cases(rest, mode, timeout_s, case_timeout_s, describe))
     return results
@@ -194,6 +198,9 @@ def _worker() -> None:
         finally:
             signal.alarm(0)
         print("@@RESULT " + json.dumps(asdict(obs)), flush=True)
+        if mode == "native" and obs.raised and "CUDA error" in obs.text:
+            print("@@POISONED", flush=True)  # the context is unusable: the parent starts a new worker
+            os._exit(3)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,28 @@
+"""Seed rule unmasked-out-of-bounds: Always mask tl.load/tl.store at the tail (mask=offs < n) so no program touches memory past the tensor."""
+
+FORMAT = 1
+KEY = 'unmasked-out-of-bounds'
+TEXT = 'Always mask tl.load/tl.store with the tensor bounds (mask=offs < n, other=0.0) when the grid covers more elements than the tensor holds.'
+SIGNATURES = ['RuntimeError: CUDA error: an illegal memory access was encountered', 'AcceleratorError: CUDA error: an illegal memory access was encountered']  # expected, unconfirmed: bench/collect_errors.py --mode native
+ERROR_LINE = 'RuntimeError: CUDA error: an illegal memory access was encountered'
+SEEN = []
+GPU_ONLY = True
+EXPECTED_GPU_ERROR = 'CUDA error: an illegal memory access was encountered'
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+def trigger(device):
+    if not str(device).startswith("cuda"):
+        return  # the interpreter reads past the buffer silently or aborts the process: no error text
+    x = torch.randn(100, device=device)
+    y = torch.empty_like(x)
+    copy_kernel[(4096,)](x, y, 100, BLOCK=16384)  # 256 MiB past a 400-byte tensor
