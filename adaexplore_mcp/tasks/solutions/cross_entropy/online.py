@@ -12,18 +12,16 @@ def _cross_entropy_online_kernel(logits_ptr, target_ptr, out_ptr, n_cols, BLOCK_
     # single streaming pass with an online (running max, rescaled sum) logsumexp
     row = tl.program_id(0)
     base = row.to(tl.int64) * n_cols
-    m_i = tl.full((BLOCK_N,), -float("inf"), dtype=tl.float32)
+    m_i = tl.full((BLOCK_N,), -1.0e38, dtype=tl.float32)  # finite: no inf - inf in masked lanes
     l_i = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         x = tl.load(logits_ptr + base + cols, mask=cols < n_cols, other=-float("inf"))
         m_new = tl.maximum(m_i, x)
-        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m_i - m_new))
-        p = tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
-        l_i = l_i * alpha + p
+        l_i = l_i * tl.exp(m_i - m_new) + tl.exp(x - m_new)
         m_i = m_new
     m = tl.max(m_i, axis=0)
-    l = tl.sum(tl.where(m_i == -float("inf"), 0.0, l_i * tl.exp(m_i - m)), axis=0)
+    l = tl.sum(l_i * tl.exp(m_i - m), axis=0)
     t = tl.load(target_ptr + row)
     xt = tl.load(logits_ptr + base + t)
     tl.store(out_ptr + row, m + tl.log(l) - xt)

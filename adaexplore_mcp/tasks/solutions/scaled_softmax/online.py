@@ -12,18 +12,18 @@ def _softmax_online_kernel(x_ptr, out_ptr, n_cols, scale, BLOCK_N: tl.constexpr)
     # pass 1: running max and rescaled running sum (online softmax); pass 2: normalize and store
     row = tl.program_id(0)
     base = row.to(tl.int64) * n_cols
-    m_i = tl.full((BLOCK_N,), -float("inf"), dtype=tl.float32)
+    m_i = tl.full((BLOCK_N,), -1.0e38, dtype=tl.float32)  # finite: no inf - inf in masked lanes
     l_i = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
-        x = tl.load(x_ptr + base + cols, mask=cols < n_cols, other=-float("inf")) * scale
+        cmask = cols < n_cols
+        x = tl.load(x_ptr + base + cols, mask=cmask, other=0.0)
+        x = tl.where(cmask, x * scale, -float("inf"))
         m_new = tl.maximum(m_i, x)
-        alpha = tl.where(m_new == -float("inf"), 0.0, tl.exp(m_i - m_new))
-        p = tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
-        l_i = l_i * alpha + p
+        l_i = l_i * tl.exp(m_i - m_new) + tl.exp(x - m_new)
         m_i = m_new
     m = tl.max(m_i, axis=0)
-    l = tl.sum(tl.where(m_i == -float("inf"), 0.0, l_i * tl.exp(m_i - m)), axis=0)
+    l = tl.sum(l_i * tl.exp(m_i - m), axis=0)
     inv = 1.0 / l
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)

@@ -13,7 +13,8 @@ def _softmax_row_kernel(x_ptr, out_ptr, n_cols, scale, BLOCK_N: tl.constexpr):
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
     base = row.to(tl.int64) * n_cols
-    x = tl.load(x_ptr + base + cols, mask=mask, other=-float("inf")) * scale
+    x = tl.load(x_ptr + base + cols, mask=mask, other=0.0)
+    x = tl.where(mask, x * scale, -float("inf"))  # any sign of scale
     m = tl.max(x, axis=0)
     e = tl.exp(x - m)
     e = tl.where(mask, e, 0.0)
