@@ -96,3 +96,14 @@ def test_host_side_errors_keep_their_own_type():
     b = signature("TypeError", "dynamic_func() missing 1 required positional argument: 'BLOCK'")
     assert a == b == "TypeError: <fn>() missing <n> required positional argument: <name>"
     assert list(itertools.islice((e for e in ERRORS if e["rule"] == "launch-args-mismatch"), 1))
+
+
+def test_a_compact_judge_excerpt_reads_like_a_traceback():
+    excerpt = ('  File "candidate.py", line 40, in forward\n    mm_kernel[grid](a, b, c)\n'
+               "OutOfResources: out of resource: shared memory, Required: 262144, Hardware limit: 232448. "
+               "Reducing block sizes or `num_stages` may help.")
+    assert signature("OutOfResources", "out of resource: ...", excerpt) \
+        == "OutOfResources: out of resource: shared memory, Required: <n>, Hardware limit: <n>"
+    interp = ('  File "candidate.py", line 12, in k\n    y = tl.float16(acc)\n'
+              "TypeError: 'dtype' object is not callable\nInterpreterError: TypeError(\"'dtype' object is not callable\")")
+    assert signature("TypeError", "'dtype' object is not callable", interp) == "CompilationError: 'dtype' object is not callable"

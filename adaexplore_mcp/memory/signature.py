@@ -34,7 +34,8 @@ _CHAIN_SEPARATORS = re.compile(
     r"|During handling of the above exception, another exception occurred:)\s*$",
     re.M,
 )
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Construct|Timeout|Interrupt|Exit|Crashed)"
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failure|Construct|Timeout|Interrupt|Exit|Crashed|Died"
+                       r"|Resources|ErrorImpl|Abort|Warning)"
                        r"|[A-Za-z_][\w]*\.[\w.]*[A-Z]\w*)(?::[ \t]?(.*))?$")
 # `TypeError("...")` as Triton's wrappers print their cause (possibly cut short: no closing quote).
 _REPR = re.compile(r"""^([A-Z]\w*)\((['"])(.*?)(?:\2\)|\.\.\.)?$""", re.S)
