@@ -104,3 +104,13 @@ def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monke
         pids.append(judge._pool._workers[0].proc.pid)
     # three evaluations at two per worker: exactly one replacement, wherever the old quota stood
     assert len(set(pids)) == 2
+
+
+def test_a_candidate_that_monkeypatches_torch_gets_its_worker_replaced(judge: Judge) -> None:
+    pid = judge._pool._workers[0].proc.pid
+    patcher = candidate("        torch.randn = lambda *a, **k: torch.zeros(*a, **k)\n        return affine(x)")
+    ev = judge.evaluate(task(), patcher)
+    assert any("torch.randn" in w for w in ev.warnings), ev.warnings
+    assert judge._pool._workers[0].proc.pid != pid
+    clean = judge.evaluate(task(), GOOD)
+    assert clean.verdict == Verdict.passed and not clean.warnings

@@ -19,7 +19,7 @@ import torch
 from ..config import JudgeLimits
 from ..models import Verdict
 from ..tasks.format import import_file
-from . import launches, precision
+from . import launches, precision, tamper
 from .classify import (
     STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, Classified, classify, interpreter_internal, static_error,
 )
@@ -111,6 +111,7 @@ def evaluate(req: dict, ctx: WorkerContext, progress: Progress) -> dict[str, Any
         if any("16" in r or "half" in r for r in reasons):
             out.unconfirmed.append(INTERP_LOWP)
     out.fields["tolerance"] = {"atol": limits.atol, "rtol": limits.rtol, "max_rel_norm": limits.max_rel_norm}
+    before = tamper.snapshot()
     try:
         _evaluate(req, ctx, progress, out, cand, limits)
     except ReferenceFailure as exc:
@@ -119,6 +120,11 @@ def evaluate(req: dict, ctx: WorkerContext, progress: Progress) -> dict[str, Any
             f"{exc}. If the task probes fine, the candidate broke global state (monkeypatching torch?)",
             exception="ReferenceFailure").model_dump())
     precision.pin_strict()
+    rebound = tamper.changed(before, tamper.snapshot())
+    if rebound:
+        out.poisoned = True
+        out.warnings.append(f"the candidate rebound torch/triton attributes ({', '.join(rebound[:5])}); its worker "
+                            "was replaced so no later candidate is judged with them, and this result is suspect")
     return out.as_dict()
 
 
