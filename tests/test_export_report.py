@@ -144,6 +144,7 @@ def test_the_png_report_is_a_png(tmp_path):
 
 
 def test_without_matplotlib_the_png_report_says_how_to_install_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib...` fail
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(MissingReportDependency, match=r"pip install 'adaexplore-mcp\[report\]'"):
         report_png(_snapshot(), tmp_path / "report.png")

@@ -148,7 +148,12 @@ def _tree_svg(s: TreeSnapshot) -> str:
             shape = f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" {attrs}>'
         tag = shape.split(" ", 1)[0][1:]
         out.append(f"{shape}<title>{tip}</title></{tag}>")
-        label = "root" if node.kind == "root" else (speedup_text(node.speedup) if node.correct else node.step_index)
+        if node.kind == "root":
+            label = "root"
+        elif node.correct:
+            label = "ok" if node.speedup is None else speedup_text(node.speedup)
+        else:
+            label = str(node.step_index)
         out.append(f'<text x="{x:.1f}" y="{y + r + 13:.1f}" text-anchor="middle">{escape(str(label))}</text>')
     out.append("</svg>")
     return "".join(out)
@@ -159,7 +164,7 @@ def _legend() -> str:
     swatches = "".join(f'<span class="swatch" style="background:{verdict_color(v)}"></span>{v}' for v in items)
     return (f'<p class="muted">{swatches}<br>diamond: root (the PyTorch reference); square: large step '
             "(a new kernel; dashed edge); circle: small step (an edit of its parent). Label: speedup of a "
-            "correct kernel, else the step number. Black outline: the best kernel. Hover for details.</p>")
+            "correct kernel (ok: correct, not timed), else the step number. Black outline: the best kernel. Hover for details.</p>")
 
 
 def _node_table(s: TreeSnapshot) -> str:

@@ -13,15 +13,13 @@ class MissingReportDependency(ImportError):
     """matplotlib is not installed; the message says how to install it."""
 
 
-def _pyplot():
+def _figure_class():
+    """matplotlib's Figure: the object API, no pyplot global state (safe in a server thread, headless)."""
     try:
-        import matplotlib
+        from matplotlib.figure import Figure
     except ImportError as exc:
         raise MissingReportDependency(INSTALL_HINT) from exc
-    matplotlib.use("Agg", force=False)  # headless; keeps a backend the caller chose
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure
 
 
 def _plot_curve(ax, s: TreeSnapshot) -> None:
@@ -42,11 +40,12 @@ def _plot_curve(ax, s: TreeSnapshot) -> None:
     ax.set_ylim(bottom=-0.05)
     ax.grid(alpha=0.3)
     if not curve:
-        ax.text(0.02, 0.9, "no timed kernel (CPU interpreter or none correct): verdicts only",
-                transform=ax.transAxes, color="#777")
+        ax.text(0.5, 0.5, "no timed kernel (CPU interpreter, or none correct): verdicts only",
+                transform=ax.transAxes, color="#777", ha="center", va="center")
     ax.legend(loc="upper left", fontsize=8)
     best = s.best()
-    ax.set_title(f"best speedup over steps: {speedup_text(best.speedup) if best else 'none'}", fontsize=10)
+    shown = "no correct kernel" if best is None else ("not timed" if best.speedup is None else speedup_text(best.speedup))
+    ax.set_title(f"best speedup over steps: {shown}", fontsize=10)
 
 
 def _plot_tree(ax, s: TreeSnapshot) -> None:
@@ -65,7 +64,7 @@ def _plot_tree(ax, s: TreeSnapshot) -> None:
         ax.scatter(x, y, marker=markers[n.kind], s=90 if small_tree else 40, color=verdict_color(n.verdict),
                    edgecolors="black" if is_best else "white", linewidths=2.5 if is_best else 0.8, zorder=2)
         if small_tree and (n.correct or n.kind == "root"):
-            label = "root" if n.kind == "root" else speedup_text(n.speedup)
+            label = "root" if n.kind == "root" else ("ok" if n.speedup is None else speedup_text(n.speedup))
             ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, -13), ha="center", fontsize=7)
     ax.set_axis_off()
     ax.set_title("search tree (colour: verdict; square: large step, circle: small step; black edge: best)",
@@ -73,29 +72,25 @@ def _plot_tree(ax, s: TreeSnapshot) -> None:
     seen = sorted({n.verdict for n in s.steps()}, key=str)
     handles = [ax.scatter([], [], color=verdict_color(v), label=v or "none") for v in seen]
     if handles:
-        ax.legend(handles=handles, loc="upper right", fontsize=7, frameon=False)
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
 
 
 def report_png(snapshot: TreeSnapshot, path: str | Path, dpi: int = 120) -> Path:
     """Write the best-speedup curve above the tree to `path` (PNG); return the path."""
-    plt = _pyplot()
+    figure_class = _figure_class()
     placed = tree_layout(snapshot)
     slots = max(p.x for p in placed) + 1
     depth = max(p.depth for p in placed)
     width = min(max(9.0, 0.35 * slots), 40.0)
-    fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(width, 4.0 + max(3.0, 0.8 * (depth + 1))),
-        gridspec_kw={"height_ratios": [4.0, max(3.0, 0.8 * (depth + 1))]},
-    )
-    try:
-        _plot_curve(top, snapshot)
-        _plot_tree(bottom, snapshot)
-        gpu = snapshot.gpu or "CPU interpreter"
-        fig.suptitle(f"adaexplore-mcp search {snapshot.search_id}: {snapshot.task_name} "
-                     f"({snapshot.strategy}, {len(snapshot.steps())} steps, {gpu})", fontsize=11)
-        fig.tight_layout()
-        out = Path(path)
-        fig.savefig(out, format="png", dpi=dpi)
-    finally:
-        plt.close(fig)
+    tree_height = max(3.0, 0.8 * (depth + 1))
+    fig = figure_class(figsize=(width, 4.0 + tree_height))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [4.0, tree_height]})
+    _plot_curve(top, snapshot)
+    _plot_tree(bottom, snapshot)
+    gpu = snapshot.gpu or "CPU interpreter"
+    fig.suptitle(f"adaexplore-mcp search {snapshot.search_id}: {snapshot.task_name} "
+                 f"({snapshot.strategy}, {len(snapshot.steps())} steps, {gpu})", fontsize=11)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=dpi)  # a Figure without pyplot draws with the Agg canvas
     return out
