@@ -135,7 +135,7 @@ class Judge:
             call = worker.call(request, timeout, report)
             ev = self._interpret(task, small, call, cand, timeout)
             if call.kind != "ok" or call.result.get("poisoned"):
-                worker.discard = True  # type: ignore[attr-defined]
+                worker.discard = True
                 if call.kind == "timeout":
                     worker.kill()
         ev.device_index = config.physical_index if self._backend == "cuda" else None
@@ -172,7 +172,7 @@ class Judge:
         with self._pool.lease() as (_, worker):
             call = worker.call(request, self._timeout(timeout_s), None)
             if call.kind != "ok" or call.result.get("poisoned"):
-                worker.discard = True  # type: ignore[attr-defined]
+                worker.discard = True
         if call.kind == "timeout":
             return TaskProbe(ok=False, error="the reference did not finish within the time limit; "
                              "reduce the problem size (or give small_shapes for the CPU interpreter)")

@@ -56,6 +56,7 @@ class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.evals = 0
+        self.discard = False  # set by the caller when this worker must not serve again
         self.info: dict[str, Any] | None = None
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe(duplex=True)
@@ -179,7 +180,7 @@ class Pool:
         finally:
             if self._closed:
                 return
-            if getattr(worker, "discard", False) or worker.evals >= RECYCLE_AFTER or not worker.alive():
+            if worker.discard or worker.evals >= RECYCLE_AFTER or not worker.alive():
                 self._replace(slot)
             self._free.put(slot)
 

@@ -219,6 +219,16 @@ def _trial(trial: int, module: str, task: Any, model: Any, ctx: WorkerContext, o
         out.reject("no_triton_kernel", "no Triton kernel defined in the candidate launched during the forward call; "
                    "the work must be done by the candidate's own @triton.jit kernels")
         return None
+    try:  # the output is the candidate's object: a tensor subclass or odd type must not break the judge
+        return _check_output(trial, inputs, cand_in, got, ref_out, out, limits)
+    except Exception as exc:  # noqa: BLE001
+        out.error(classify(exc, STAGE_RUN, cand))
+        return None
+
+
+def _check_output(trial: int, inputs: list[Any], cand_in: list[Any], got: Any, ref_out: Any, out: Outcome,
+                  limits: JudgeLimits) -> tuple[list[Any], Any] | None:
+    """Integrity (inputs untouched, no aliasing) and then values, for one trial."""
     changed = mutated_input(inputs, cand_in)
     if changed is not None:
         out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
