@@ -23,7 +23,7 @@ th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: ta
 .scroll { overflow-x: auto; border: 1px solid #ddd; padding: 4px; }
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 6px; margin: 0 4px 0 12px; }
 .muted { color: #777; } tr.best td { background: #eaf7ee; font-weight: 600; }
-svg text { font: 11px system-ui, sans-serif; }
+svg text { font: 11px system-ui, sans-serif; } svg.tree text { font-size: 10px; }
 """
 
 
@@ -78,10 +78,11 @@ def _curve_svg(s: TreeSnapshot, width: int = 720, height: int = 260) -> str:
     def py(value: float) -> float:
         return top + ph - (value / ymax) * ph
 
-    for i in range(6):  # y grid and labels
-        v = ymax * i / 5
+    tick = next(t for t in (0.25, 0.5, 1, 2, 5, 10, 20, 50) if ymax / t <= 6)
+    for i in range(int(ymax / tick) + 1):  # y grid and labels at round values
+        v = i * tick
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#e4e4e4"/>')
-        out.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:.1f}x</text>')
+        out.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}x</text>')
     for i in range(0, n + 1, max(1, round(n / 10))):
         out.append(f'<text x="{px(i):.1f}" y="{top + ph + 16}" text-anchor="middle">{i}</text>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 6}" text-anchor="middle">step</text>')
@@ -117,7 +118,7 @@ def _curve_svg(s: TreeSnapshot, width: int = 720, height: int = 260) -> str:
 def _tree_svg(s: TreeSnapshot) -> str:
     """Top-down tree; colour = verdict, square = large step, circle = small step, diamond = root."""
     placed = tree_layout(s)
-    dx, dy, margin, r = 34, 58, 24, 8
+    dx, dy, margin, r = 46, 58, 24, 8
     slots = max(p.x for p in placed) + 1
     depth = max(p.depth for p in placed)
     width, height = int(slots * dx + 2 * margin), int(depth * dy + 2 * margin + 16)

@@ -22,6 +22,12 @@ def _figure_class():
     return Figure
 
 
+def _max_n_locator(**kwargs):
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(**kwargs)
+
+
 def _plot_curve(ax, s: TreeSnapshot) -> None:
     steps = s.steps()
     curve = [(step, best) for step, best in s.best_curve() if best is not None]
@@ -36,6 +42,7 @@ def _plot_curve(ax, s: TreeSnapshot) -> None:
             ax.scatter(n.step_index, 0, marker="|", s=120, color=verdict_color(n.verdict), zorder=3)
     ax.axhline(1.0, color="#888", ls="--", lw=1, label="PyTorch reference (1x)")
     ax.set_xlabel("step")
+    ax.xaxis.set_major_locator(_max_n_locator(integer=True))
     ax.set_ylabel("speedup (x)")
     ax.set_ylim(bottom=-0.05)
     ax.grid(alpha=0.3)
