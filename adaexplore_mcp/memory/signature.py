@@ -48,6 +48,9 @@ _KEEP_QUOTED = {
     "tensor", "dtype", "int", "float", "str", "list", "tuple", "dict", "bool", "NoneType", "function",
     "module", "torch.dtype", "triton.language", "constexpr", "block_type", "pointer_type", "Tensor",
     "JITFunction", "builtin_function_or_method", "numpy.ndarray", "ndarray",
+    # keyword names of tl APIs that messages quote: fixed words, not the kernel's identifiers
+    "mask", "other", "axis", "boundary_check", "padding_option", "input_precision", "eviction_policy",
+    "cache_modifier", "num_warps", "num_stages",
 }
 
 # (pattern, replacement), applied in order to the unwrapped first line of the message.
@@ -67,7 +70,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in [
     (r"\bhas no attribute '?\w+'?", "has no attribute <name>"),
     (r"\bfor shape \[.*\]", "for shape <shape>"),
     (r"(?:\bname )?'?\b(\w+)'? is not defined", "name <name> is not defined"),
+    (r"^(?:[A-Za-z_]\w*\(\) )?got an unexpected keyword argument", "<fn>() got an unexpected keyword argument"),
     (r"\bkeyword argument '?\w+'?", "keyword argument <name>"),
+    (r"\bone of \([^)]*\)", "one of <options>"),
     (r"\bof type: \S+", "of type: <type>"),
     (r"\b[A-Za-z_]\w*\(\)", "<fn>()"),
 ]]
@@ -131,6 +136,13 @@ def _unescape(text: str) -> str:
     return text.replace("\\'", "'").replace('\\"', '"').replace("\\\\", "\\")
 
 
+def _is_excerpt_line(message: str, chain: list[tuple[str, str]]) -> bool:
+    """A 'message' that is only a line of some CompilationError's source excerpt (kernel code)."""
+    line = message.strip()
+    return any(_EXCERPT_HEAD.match(m.splitlines()[0]) and line in (ln.strip() for ln in m.splitlines())
+               for _, m in chain if m)
+
+
 def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
     """Unwrap Triton's wrappers down to the error that names the mistake."""
     chain = split_chain(text) or [(exception.rsplit(".", 1)[-1], message or "")]
@@ -162,7 +174,8 @@ def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
             continue
         break
     first = next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
-    if not first and text and message and message.strip() != (chain[-1][1] or "").strip():
+    if not first and text and message and message.strip() != (chain[-1][1] or "").strip() \
+            and not _is_excerpt_line(message, chain):
         # The text lost the root cause (a tail-only excerpt): fall back to the caller's message line.
         inner = core_error(exception, message, "")
         return CoreError(KERNEL_KIND if in_kernel else inner.kind, inner.exception, inner.message,
@@ -174,7 +187,9 @@ def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
 def _quoted(m: re.Match[str]) -> str:
     raw = m.group(0)
     inner = next(g for g in m.groups() if g is not None)
-    if inner in _KEEP_QUOTED or inner.startswith(("tl.", "<")) or "constexpr" in inner or "triton" in inner:
+    if inner in _KEEP_QUOTED:
+        return f"'{inner}'"  # one quoting style: versions differ in '...' versus `...`
+    if inner.startswith(("tl.", "<")) or "constexpr" in inner or "triton" in inner:
         return raw
     return "<name>"
 
