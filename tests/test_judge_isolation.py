@@ -114,3 +114,12 @@ def test_a_candidate_that_monkeypatches_torch_gets_its_worker_replaced(judge: Ju
     assert judge._pool._workers[0].proc.pid != pid
     clean = judge.evaluate(task(), GOOD)
     assert clean.verdict == Verdict.passed and not clean.warnings
+
+
+def test_evaluating_after_close_raises_a_clear_error(tmp_path) -> None:
+    from adaexplore_mcp.judge import WorkerStartError
+
+    j = Judge(cpu_settings(tmp_path))
+    j.close()
+    with pytest.raises(WorkerStartError, match="closed"):
+        j.evaluate(task(), GOOD)

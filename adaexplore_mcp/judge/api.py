@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -67,7 +66,6 @@ class Judge:
             configs = [WorkerConfig(slot=i, backend="cpu", home=str(settings.home), log_dir=log_dir)
                        for i in range(max(1, settings.workers))]
         self._pool = Pool(configs)
-        self._closed = threading.Event()
 
     @property
     def backend(self) -> Backend:
@@ -80,7 +78,7 @@ class Judge:
             self._pool.wait_ready()
 
     def close(self) -> None:
-        self._closed.set()
+        """Terminate every worker (the pool is the one place that does). Later calls raise."""
         self._pool.close()
 
     def __enter__(self) -> "Judge":
@@ -135,9 +133,7 @@ class Judge:
             call = worker.call(request, timeout, report)
             ev = self._interpret(task, small, call, cand, timeout)
             if call.kind != "ok" or call.result.get("poisoned"):
-                worker.discard = True
-                if call.kind == "timeout":
-                    worker.kill()
+                worker.discard = True  # the pool kills it and starts a replacement now
         ev.device_index = config.physical_index if self._backend == "cuda" else None
         ev.duration_s = time.monotonic() - started
         report(1.0, ev.verdict.value)

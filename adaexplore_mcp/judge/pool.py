@@ -170,6 +170,8 @@ class Pool:
     @contextmanager
     def lease(self) -> Iterator[tuple[WorkerConfig, Worker]]:
         """A free worker; on exit it goes back, or is replaced if it was marked `discard`."""
+        if self._closed:
+            raise WorkerStartError("the judge is closed")
         self.start()
         slot = self._free.get()
         worker = self._workers[slot]
