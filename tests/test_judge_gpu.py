@@ -94,3 +94,14 @@ def test_warm_evaluation_latency_is_under_a_second_and_a_half(judge: Judge) -> N
         assert judge.evaluate(task(**BIG), GOOD).verdict == Verdict.passed
         times.append(time.perf_counter() - t0)
     assert statistics.median(times) <= 1.5, times
+
+
+def test_work_left_on_a_side_stream_is_counted_and_flagged(judge: Judge) -> None:
+    side = candidate(
+        "        s = torch.cuda.Stream()\n        with torch.cuda.stream(s):\n"
+        "            for _ in range(20):\n                y = affine(x)\n        return y")
+    ev = judge.evaluate(task(**BIG), side)
+    assert ev.verdict == Verdict.passed, ev
+    assert any("missed about" in w for w in ev.warnings), (ev.warnings, ev.timing)
+    honest = judge.evaluate(task(**BIG), GOOD)
+    assert not any("missed about" in w for w in honest.warnings), honest.warnings

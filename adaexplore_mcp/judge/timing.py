@@ -6,6 +6,11 @@ hit all of them alike. Before each timed call the L2 cache is flushed (a 256 MB 
 CUDA events are recorded with no host sync in between; one device-wide `torch.cuda.synchronize()`
 at the end waits for every stream, so work a candidate leaves on a side stream is at least waited for.
 
+CUDA events only see the stream they are recorded on. A candidate that leaves work on a side stream
+would look fast, so a short device-synchronized pass (host clock around `fn(); synchronize()`) follows,
+for candidate and reference alike; `side_stream_excess` compares the two (pure, tested) and the
+protocol then uses synchronized times.
+
 Two server processes on one host must never time on the same GPU at once: `gpu_lock` takes an
 exclusive `fcntl.flock` on `<home>/locks/gpu<N>.lock` around the timed section.
 """
@@ -16,6 +21,7 @@ import contextlib
 import fcntl
 import math
 import statistics
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,11 @@ METHOD = (
 )
 FLUSH_BYTES = 256 * 1024 * 1024
 ESTIMATE_CALLS = 3
+SYNC_CHECK_CALLS = 10
+# Work beyond what the events saw, above which we distrust them: 100 us (more than a Triton launch
+# costs on the host) or 25 %.
+SIDE_STREAM_ABS_MS = 0.1
+SIDE_STREAM_REL = 0.25
 
 
 def summarize(samples_ms: Sequence[float]) -> TimingStats:
@@ -49,6 +60,18 @@ def plan_reps(estimate_ms: float, limits: JudgeLimits) -> tuple[int, int]:
     warmup = max(1, min(50, int(limits.warmup_ms / per_round)))
     reps = int(limits.timing_budget_ms / per_round)
     return warmup, max(limits.min_reps, min(limits.max_reps, reps))
+
+
+def side_stream_excess(cand_event_ms: float, ref_event_ms: float, cand_sync_ms: float,
+                       ref_sync_ms: float) -> float | None:
+    """Milliseconds of candidate work its CUDA events missed (e.g. on a side stream), or None. Pure.
+
+    The reference's gap between device-synchronized host time and event time is the launch and sync
+    overhead; a candidate whose gap exceeds it by more than the thresholds did work the events missed.
+    """
+    overhead = max(0.0, ref_sync_ms - ref_event_ms)
+    excess = cand_sync_ms - overhead - cand_event_ms
+    return excess if excess > max(SIDE_STREAM_ABS_MS, SIDE_STREAM_REL * cand_event_ms) else None
 
 
 @contextlib.contextmanager
@@ -95,6 +118,22 @@ class Bench:
                 ends[k][i].record()
         torch.cuda.synchronize()
         return [[s.elapsed_time(e) for s, e in zip(starts[k], ends[k])] for k in range(len(fns))]
+
+    def synced(self, fns: Sequence[Callable[[], Any]], calls: int = SYNC_CHECK_CALLS) -> list[float]:
+        """Median host milliseconds of `fn(); torch.cuda.synchronize()` (whole device), per callable."""
+        torch = self._torch
+        out = []
+        for fn in fns:
+            samples = []
+            for _ in range(calls):
+                self._flush.zero_()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                samples.append((time.perf_counter() - t0) * 1e3)
+            out.append(statistics.median(samples))
+        return out
 
     def _estimate(self, fns: Sequence[Callable[[], Any]]) -> list[float]:
         torch = self._torch
