@@ -81,7 +81,7 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
                 "task": task.name, "verdict": last.verdict.value, "first_s": first_s,
                 "warm_median_s": statistics.median(w for w, _ in warm), "speedup": last.speedup,
                 "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
-                "error": last.error.message if last.error else None,
+                "error": last.error.message if last.error else None, "warnings": last.warnings,
                 "mismatch": last.mismatch.model_dump() if last.mismatch else None,
             })
             print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
@@ -104,12 +104,12 @@ def markdown(r: dict) -> str:
              f"Python {r['python']}, {r['date']}", "",
              f"Cold start (first evaluation after Judge creation): {r['cold_start_s']:.2f} s; "
              f"warm median over all tasks: {r['warm_median_all_s']:.2f} s", "",
-             "| task | verdict | first eval (s) | warm median (s) | speedup | speedup vs TF32 | below fp32 |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| task | verdict | first eval (s) | warm median (s) | speedup | speedup vs TF32 | below fp32 | warnings |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     for t in r["tasks"]:
         lines.append(f"| {t['task']} | {t['verdict']} | {t['first_s']:.2f} | {t['warm_median_s']:.2f} | "
-                     f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} |")
+                     f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} | {len(t['warnings'])} |")
     s = r["stability"]
     spread = "-" if s["spread"] is None else f"{100 * s['spread']:.1f}%"
     lines += ["", f"Stability ({s['task']}, {len(s['speedups'])} runs): speedups "
