@@ -131,9 +131,9 @@ class Judge:
         with self._pool.lease() as (config, worker):
             report(0.05, "compiling")
             call = worker.call(request, timeout, report)
-            ev = self._interpret(task, small, call, cand, timeout)
-            if call.kind != "ok" or call.result.get("poisoned"):
+            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
                 worker.discard = True  # the pool kills it and starts a replacement now
+            ev = self._interpret(task, small, call, cand, timeout)
         ev.device_index = config.physical_index if self._backend == "cuda" else None
         ev.duration_s = time.monotonic() - started
         report(1.0, ev.verdict.value)
@@ -145,7 +145,11 @@ class Judge:
             error = from_fault_dump(call.log, cand, f"the evaluation did not finish within {timeout:.0f}s and "
                                     "the worker was killed (an endless loop, a deadlock, or a kernel that "
                                     "never ends?)", exception="Timeout")
-            return self._base(task, small, Verdict.timeout, error=error)
+            ev = self._base(task, small, Verdict.timeout, error=error)
+            if self._backend != "cuda":
+                ev.unconfirmed.append("the CPU interpreter is far slower than a GPU: a kernel that finishes there "
+                                      "may time out here")
+            return ev
         if call.kind == "crashed":
             return self._base(task, small, Verdict.crashed, error=_crash_detail(call, cand))
         result = dict(call.result)
@@ -167,7 +171,7 @@ class Judge:
         ref = CandidateFile(task_req["path"], task.source)
         with self._pool.lease() as (_, worker):
             call = worker.call(request, self._timeout(timeout_s), None)
-            if call.kind != "ok" or call.result.get("poisoned"):
+            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
                 worker.discard = True
         if call.kind == "timeout":
             return TaskProbe(ok=False, error="the reference did not finish within the time limit; "
