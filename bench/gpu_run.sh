@@ -6,17 +6,25 @@
 set -u
 OUT_DIR="${1:-/tmp/gpu_out}"
 STAMP="$(date -u +%Y-%m-%d)"
-RES="bench/results/$STAMP"
+RES="bench/results/$STAMP${RUN_TAG:+-$RUN_TAG}"
 mkdir -p "$RES" "$OUT_DIR"
 export PYTHONUNBUFFERED=1
 HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
+# STAGES (space-separated names) limits the batch to those stages; default: all.
+STAGES="${STAGES:-judge_latency judge_gpu_tests search_strategies adapt_loop worked_example collect_errors}"
+LATENCY_TASKS="${LATENCY_TASKS:-}"
 stage() {  # stage NAME SECONDS COMMAND...: run with a time cap, log, never stop the batch
   local name="$1" cap="$2"; shift 2
+  case " $STAGES " in *" $name "*) ;; *) return 0 ;; esac
   echo "== $name (cap ${cap}s) $(date -u +%T)"
   local t0=$SECONDS
   timeout --signal=INT --kill-after=10 "$cap" "$@" > "$RES/$name.txt" 2>&1
   echo "   rc=$? in $((SECONDS - t0))s"
   tail -n 40 "$RES/$name.txt"
+  pack
+}
+pack() {  # after every stage, so a batch cut short still brings back what it measured
+  tar czf "$OUT_DIR/gpu_results.tgz" "$RES"
 }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
@@ -24,17 +32,17 @@ stage() {  # stage NAME SECONDS COMMAND...: run with a time cap, log, never stop
 } > "$RES/environment.txt" 2>&1
 cat "$RES/environment.txt"
 
-stage judge_latency 150 python3 bench/judge_latency.py --out "$RES/judge_latency.json"
-stage judge_gpu_tests 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
+stage judge_latency 150 python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"}
+stage judge_gpu_tests 50 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 # The rest share one data directory (and so one lock per GPU: timings never overlap).
-stage search_strategies 170 python3 bench/search_strategies.py --tasks 3 --budget 8 --home "$HOME_DIR" \
+stage search_strategies 120 python3 bench/search_strategies.py --tasks 3 --budget 6 --home "$HOME_DIR" \
   --out "$RES/search_strategies.json" &
-stage adapt_loop 170 python3 bench/adapt_loop.py --tasks 12 --drafts 4 --seed 0 --home "$HOME_DIR/adapt" \
-  --out "$RES/adapt_loop.json" &
+stage adapt_loop 120 python3 bench/adapt_loop.py --tasks 12 --drafts 4 --seed 0 --home "$HOME_DIR/adapt" \
+  --out "$RES/adapt_loop.json" --deadline 100 --eval-timeout 30 &
 wait
 mkdir -p "$RES/worked"
-stage worked_example 60 env ADAEXPLORE_HOME="$HOME_DIR/worked" python3 -m adaexplore_mcp demo --task rmsnorm --budget 12
+stage worked_example 40 env ADAEXPLORE_HOME="$HOME_DIR/worked" python3 -m adaexplore_mcp demo --task rmsnorm --budget 10
 cp "$HOME_DIR"/worked/exports/* "$RES/worked/" 2>/dev/null
-stage collect_errors 45 python3 bench/collect_errors.py --mode native --out "$RES/errors-gpu.json"
-tar czf "$OUT_DIR/gpu_results.tgz" bench/results
+stage collect_errors "${COLLECT_CAP:-30}" python3 bench/collect_errors.py --mode native --out "$RES/errors-gpu.json"
+pack
 echo "== done $(date -u +%T)"
