@@ -31,8 +31,7 @@ from ..models import TimingStats
 
 METHOD = (
     "CUDA events per call, interleaved candidate/reference/reference-TF32, L2 flushed (256 MB) before "
-    "each call, no syncs between calls, one device-wide synchronize at the end; {reps} reps; speedup = "
-    "median over reps of the ratio of neighbouring reference and candidate calls"
+    "each call, no syncs between calls, one device-wide synchronize at the end; median of {reps} reps"
 )
 FLUSH_BYTES = 256 * 1024 * 1024
 ESTIMATE_CALLS = 3
@@ -53,20 +52,6 @@ def summarize(samples_ms: Sequence[float]) -> TimingStats:
     else:
         q1 = q3 = xs[0]
     return TimingStats(median_ms=statistics.median(xs), iqr_ms=q3 - q1, min_ms=xs[0], max_ms=xs[-1], reps=len(xs))
-
-
-def paired_ratio(numerator_ms: Sequence[float], denominator_ms: Sequence[float]) -> float:
-    """Median over reps of numerator[i] / denominator[i]. Pure.
-
-    Why paired: the calls of rep i ran back to back (interleaved), so they share the GPU's clock and
-    thermal state; a ratio of neighbours cancels the drift that a ratio of two medians taken over a
-    whole run (or across evaluations) keeps. This is what makes repeated evaluations agree.
-    """
-    ratios = sorted(n / d for n, d in zip(numerator_ms, denominator_ms)
-                    if math.isfinite(n) and math.isfinite(d) and d > 0 and n > 0)
-    if not ratios:
-        raise ValueError("no finite paired timing samples")
-    return statistics.median(ratios)
 
 
 def plan_reps(estimate_ms: float, limits: JudgeLimits) -> tuple[int, int]:
@@ -117,7 +102,6 @@ class Bench:
         for fn in fns:  # first calls: compile, autotune, allocate
             fn()
         torch.cuda.synchronize()
-        self.warm_clocks(limits.clock_warmup_ms)
         est = self._estimate(fns)
         warmup, reps = plan_reps(sum(est), limits)
         for _ in range(warmup):
@@ -136,31 +120,20 @@ class Bench:
         return [[s.elapsed_time(e) for s, e in zip(starts[k], ends[k])] for k in range(len(fns))]
 
     def synced(self, fns: Sequence[Callable[[], Any]], calls: int = SYNC_CHECK_CALLS) -> list[float]:
-        """Host milliseconds per call of `calls` back-to-back calls between two device-wide syncs.
-
-        Batched, so host launch overhead overlaps GPU work as it does in real use: a single synced call
-        would charge a candidate's Python launch path (tens of microseconds) as if it were hidden GPU work.
-        """
+        """Median host milliseconds of `fn(); torch.cuda.synchronize()` (whole device), per callable."""
         torch = self._torch
         out = []
         for fn in fns:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
+            samples = []
             for _ in range(calls):
                 self._flush.zero_()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
                 fn()
-            torch.cuda.synchronize()
-            out.append((time.perf_counter() - t0) * 1e3 / calls)
+                torch.cuda.synchronize()
+                samples.append((time.perf_counter() - t0) * 1e3)
+            out.append(statistics.median(samples))
         return out
-
-    def warm_clocks(self, ms: float) -> None:
-        """Keep the GPU busy for about `ms` so it leaves its idle clocks before anything is timed."""
-        torch = self._torch
-        deadline = time.perf_counter() + ms / 1e3
-        while time.perf_counter() < deadline:
-            for _ in range(8):
-                self._flush.zero_()
-            torch.cuda.synchronize()
 
     def _estimate(self, fns: Sequence[Callable[[], Any]]) -> list[float]:
         torch = self._torch
