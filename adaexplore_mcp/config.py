@@ -54,7 +54,8 @@ class Settings:
     # "cuda" when a GPU is usable; "cpu" runs candidates under Triton's interpreter.
     device: str = "auto"
     max_source_bytes: int = 200_000
-    workers: int = 1
+    workers: int = 1  # CPU-interpreter workers
+    workers_per_gpu: int = 1
     limits: JudgeLimits = field(default_factory=JudgeLimits)
 
     @property
@@ -82,5 +83,6 @@ class Settings:
             device=os.environ.get("ADAEXPLORE_DEVICE", "auto"),
             max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", 200_000),
             workers=_env_int("ADAEXPLORE_WORKERS", 1),
+            workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 1),
             limits=limits,
         )

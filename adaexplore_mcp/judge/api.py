@@ -58,10 +58,13 @@ class Judge:
         if use_cuda:
             physical = _visible_gpus()
             indices = device_indices if device_indices is not None else list(range(len(physical)))
-            configs = [WorkerConfig(slot=i, backend="cuda", home=str(settings.home), log_dir=log_dir,
+            # Several workers per GPU overlap one candidate's compile and checks with another's timing;
+            # the per-GPU lock (timing.gpu_lock) still lets only one of them time at once.
+            per_gpu = [i for i in indices for _ in range(max(1, settings.workers_per_gpu))]
+            configs = [WorkerConfig(slot=slot, backend="cuda", home=str(settings.home), log_dir=log_dir,
                                     cuda_visible=physical[i],
                                     physical_index=int(physical[i]) if physical[i].isdigit() else i)
-                       for i in indices]
+                       for slot, i in enumerate(per_gpu)]
         else:
             configs = [WorkerConfig(slot=i, backend="cpu", home=str(settings.home), log_dir=log_dir)
                        for i in range(max(1, settings.workers))]
