@@ -194,16 +194,23 @@ def run(args: argparse.Namespace) -> dict:
                 u[0] += e["unconfirmed"]
                 u[1] += 1
         distilled = []
+        by_text: dict[str, str] = {}  # rule text -> rule id: a second cluster of the same mistake is attached
         for c in ripe:
             text, how = distill(c)
+            attached = text in by_text
             try:
-                rule = app.memory.add_rule(c.cluster_id, text, actor="adapt_loop")
-                rule_id = rule.rule_id
+                if attached:
+                    rule = app.memory.attach_rule(by_text[text], c.cluster_id, "same mistake, another error text",
+                                                  actor="adapt_loop")
+                else:
+                    rule = app.memory.add_rule(c.cluster_id, text, actor="adapt_loop")
+                rule_id = by_text.setdefault(text, rule.rule_id)
             except ValueError as exc:
                 rule_id = None
                 log(f"  add_rule failed for {c.cluster_id}: {exc}")
             distilled.append({"cluster_id": c.cluster_id, "signature": c.signature, "count": c.count,
                               "tasks": len(c.tasks), "rule": text, "written_by": how, "rule_id": rule_id,
+                              "attached_to_earlier_rule": attached,
                               "unconfirmed_share": _share(unconfirmed.get(c.signature)),
                               "examples": [e.model_dump() for e in c.examples]})
         seed_sigs = {s for r in app.memory.query_skills(limit=1000).rules if r.provenance.origin == "seed"
@@ -231,7 +238,8 @@ def run(args: argparse.Namespace) -> dict:
                 "rules_distilled": len(distilled),
                 "rules_from_template": sum(d["written_by"] == "template" for d in distilled),
                 "rules_fallback": sum(d["written_by"] == "fallback" for d in distilled),
-                "new_rules": len(distilled),  # ripe clusters have no active (seed) rule by definition
+                # ripe clusters have no active (seed) rule by definition: every distilled rule is new
+                "new_rules": len({d["rule_id"] or d["rule"] for d in distilled}),
                 "seed_rule_hits": dict(seed_hits.most_common()),
                 "synth_seconds": round(synth_s, 1), "eval_seconds": round(eval_s, 1),
                 "total_seconds": round(time.monotonic() - started, 1),
@@ -256,7 +264,7 @@ def markdown(res: dict) -> str:
         ("clusters (all / ripe)", f"{s['clusters']} / {s['ripe_clusters']}"),
         ("clusters covered by a seed rule", s["clusters_covered_by_seed"]),
         ("evaluations naming a seed rule", s["evaluations_naming_a_seed_rule"]),
-        ("rules distilled (template / fallback)", f"{s['rules_distilled']} ({s['rules_from_template']} / {s['rules_fallback']})"),
+        ("ripe clusters ruled (template / fallback)", f"{s['rules_distilled']} ({s['rules_from_template']} / {s['rules_fallback']})"),
         ("new rules (not in the seed memory)", s["new_rules"]),
         ("seed rules hit", ", ".join(f"{k} x{v}" for k, v in s["seed_rule_hits"].items()) or "-"),
         ("time (synth / evals / total s)", f"{s['synth_seconds']} / {s['eval_seconds']} / {s['total_seconds']}"),
@@ -270,6 +278,7 @@ def markdown(res: dict) -> str:
     for d in res["distilled"]:
         ex = d["examples"][0] if d["examples"] else {"error_line": "", "source_line": ""}
         unc = f"; unconfirmed {d['unconfirmed_share']:.0%}" if d.get("unconfirmed_share") else ""
+        unc += "; attached to the rule above" if d.get("attached_to_earlier_rule") else ""
         lines += [f"- **{d['rule']}** ({d['written_by']}; {d['count']} failures, {d['tasks']} tasks{unc})",
                   f"  - signature: `{d['signature']}`",
                   f"  - error: `{ex['error_line'][:160]}`",

@@ -76,3 +76,23 @@ def test_some_draft_passes_the_judge(tmp_path):
             assert "passed" in verdicts, (t.name, verdicts)
     finally:
         app.close()
+
+
+def test_distill_templates_and_fallback():
+    from adaexplore_mcp.memory.rules import validate_text
+    from adaexplore_mcp.memory.types import ClusterExample, FailureCluster
+    from bench.adapt_loop import distill
+
+    def cluster(sig, err, line):
+        return FailureCluster(cluster_id="c_x", signature=sig, count=3, tasks=["a", "b"], ripe=True,
+                              examples=[ClusterExample(task_id="a", error_line=err, source_line=line)])
+
+    text, how = distill(cluster("CompilationError: module 'triton.language.math' has no attribute <name>",
+                                "AttributeError: module 'triton.language.math' has no attribute 'tanh'",
+                                "x = tl.math.tanh(x)"))
+    assert how == "template" and "tl.math" in text
+    text, how = distill(cluster("CompilationError: some brand new <n> message", "ValueError: some brand new 3 message",
+                                "y = tl.frobnicate(x)"))
+    assert how == "fallback"
+    for t in (text,):
+        assert validate_text(t)

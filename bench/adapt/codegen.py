@@ -187,7 +187,7 @@ def sample_style(rng: random.Random, half: bool) -> Style:
         cast=pick(rng, [(7, "{v}.to(tl.float32)"), (1.2, "tl.cast({v}, tl.float32)"), (1.0, "tl.float32({v})"),
                         (0.5, "{v}.float()"), (0.3, "{v}.to(torch.float32)"), (0.6 if half else 0.0, "{v}")]),
         cast_always=half or rng.random() < 0.35,
-        block=pick(rng, [(7.5, "pow2"), (1.2, "constexpr_f"), (0.8, "runtime_f"), (0.5, "fixed")]),
+        block=pick(rng, [(7.5, "pow2"), (1.2, "constexpr_f"), (0.6, "runtime_f"), (0.5, "fixed")]),
         loop=pick(rng, [(8.5, "range"), (1.0, "static_range")]),
         acc=pick(rng, [(6, "zeros"), (1.5, "zeros_tuple"), (0.7, "zeros_nodtype"), (1, "full"), (1.2, "scalar")]),
         num_warps=pick(rng, [(4, 4), (3, 8), (1, 16), (1.5, None)]),
