@@ -17,15 +17,20 @@ def _serve(args: argparse.Namespace) -> int:
     from adaexplore_mcp.server import build_server
 
     settings = Settings.from_env()
-    server = build_server(settings)
+    server = build_server(settings)  # cheap: the app (store, workers) starts in the server's lifespan
     if args.transport == "stdio":
         server.run("stdio")
         return 0
-    from adaexplore_mcp.http_security import serve_http
-
-    token = args.token or os.environ.get("ADAEXPLORE_TOKEN") or None
     import anyio
 
+    from adaexplore_mcp.http_security import InsecureBindError, check_bind, serve_http
+
+    token = args.token or os.environ.get("ADAEXPLORE_TOKEN") or None
+    try:
+        check_bind(args.host, token)  # refuse before anything starts
+    except InsecureBindError as exc:
+        print(f"adaexplore-mcp: {exc}", file=sys.stderr)
+        return 2
     anyio.run(serve_http, server, args.host, args.port, token)
     return 0
 
