@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import json
 import re
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +80,37 @@ def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_sign
 def test_gpu_only_rules_are_marked_and_left_to_the_collect_script():
     gpu_only = [s for s in SEEDS if s.gpu_only]
     assert gpu_only and all(not any(l.endswith(("interpreter", "frontend")) for l in s.seen) for s in gpu_only)
+
+
+def _fixture_gpu_errors() -> list[dict]:
+    path = Path(__file__).parent / "fixtures" / "errors" / "errors.json"
+    return [e for e in json.loads(path.read_text())["errors"] if e["origin"].startswith("gpu-")]
+
+
+def _gpu_origin(label: str) -> str:
+    return "gpu-" + label.removeprefix("triton-").removesuffix("-cuda")
+
+
+def test_every_gpu_seen_label_is_backed_by_a_gpu_text_in_the_fixture_with_one_of_the_rule_signatures():
+    gpu = _fixture_gpu_errors()
+    for s in SEEDS:
+        for label in (l for l in s.seen if l.endswith("-cuda")):
+            sigs = {e.get("gpu_signature") or signature(e["exception"], e["message"], e["text"])
+                    for e in gpu if e["rule"] == s.key and e["origin"] == _gpu_origin(label)}
+            assert sigs & set(s.signatures), (s.key, label, sigs)
+
+
+def test_gpu_only_rules_are_confirmed_only_where_their_expected_text_was_seen_on_that_gpu():
+    gpu = _fixture_gpu_errors()
+    for s in (s for s in SEEDS if s.gpu_only):
+        consts = {n.targets[0].id: n.value for n in ast.parse(s.path.read_text()).body
+                  if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+        confirmed = ast.literal_eval(consts["GPU_CONFIRMED"])
+        assert set(confirmed) <= set(s.seen), s.key
+        for label in confirmed:
+            firsts = {e["message"].strip().splitlines()[0] for e in gpu
+                      if e["rule"] == s.key and e["origin"] == _gpu_origin(label)}
+            assert s.expected_gpu_error in firsts, (s.key, label, firsts)
 
 
 def test_seed_rules_load_once_and_a_retired_seed_rule_stays_retired_across_restarts(tmp_path):

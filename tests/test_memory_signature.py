@@ -21,7 +21,7 @@ def _sig(e: dict) -> str:
 def test_the_fixture_holds_at_least_thirty_distinct_real_errors_from_interpreter_and_compiler():
     assert len({(e["exception"], e["message"]) for e in ERRORS}) >= 30
     origins = {e["origin"].split("-")[0] for e in ERRORS}
-    assert {"interpreter", "compiled"} <= origins
+    assert {"interpreter", "compiled", "gpu"} <= origins
     assert len({e["group"] for e in ERRORS}) >= 30
 
 
@@ -107,3 +107,23 @@ def test_a_compact_judge_excerpt_reads_like_a_traceback():
     interp = ('  File "candidate.py", line 12, in k\n    y = tl.float16(acc)\n'
               "TypeError: 'dtype' object is not callable\nInterpreterError: TypeError(\"'dtype' object is not callable\")")
     assert signature("TypeError", "'dtype' object is not callable", interp) == "CompilationError: 'dtype' object is not callable"
+
+
+def test_gpu_texts_sign_as_the_gpu_host_did_and_join_their_cpu_siblings():
+    gpu = [e for e in ERRORS if e["origin"].startswith("gpu-")]
+    assert len(gpu) >= 15
+    # The adapt loop's compact judge lines: signed here as the GPU host signed the full ErrorDetail, except
+    # where the line lost the root cause (it only quotes the source line): that one is a group of its own.
+    for e in gpu:
+        if e.get("gpu_signature"):
+            assert (_sig(e) == e["gpu_signature"]) == (not e["group"].endswith("@judge-line")), e["id"]
+    cpu_groups = {e["group"] for e in ERRORS if not e["origin"].startswith("gpu-")}
+    joined = {e["group"] for e in gpu if e["group"] in cpu_groups}
+    assert {"dtype-call", "arange-not-pow2", "unknown-tl-api", "arange-runtime-bound", "global-access",
+            "tensor-method-missing"} <= joined
+
+
+def test_an_illegal_address_and_the_next_call_in_the_poisoned_context_share_one_signature():
+    texts = [e for e in ERRORS if e["group"] == "unmasked-out-of-bounds"]
+    assert len(texts) == 2 and {_sig(e) for e in texts} == {
+        "AcceleratorError: CUDA error: an illegal memory access was encountered"}

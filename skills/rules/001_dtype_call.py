@@ -5,7 +5,7 @@ KEY = 'dtype-call'
 TEXT = 'You cannot call a dtype such as tl.float32(x) as a function inside a kernel; convert with x.to(tl.float32).'
 SIGNATURES = ["CompilationError: 'dtype' object is not callable"]
 ERROR_LINE = "TypeError: 'dtype' object is not callable"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

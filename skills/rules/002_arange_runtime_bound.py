@@ -5,7 +5,7 @@ KEY = 'arange-runtime-bound'
 TEXT = 'You cannot pass a runtime value, a tensor or a float to tl.arange; its bounds must be tl.constexpr ints (annotate the parameter as tl.constexpr, use // not /).'
 SIGNATURES = ["CompilationError: arange's arguments must be of type tl.constexpr"]
 ERROR_LINE = "ValueError: arange's arguments must be of type tl.constexpr"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

@@ -5,7 +5,7 @@ KEY = 'arange-not-pow2'
 TEXT = 'Always make the length of tl.arange a power of 2 (pad to the next power of 2 and mask the tail).'
 SIGNATURES = ["CompilationError: arange's range must be a power of <n>"]
 ERROR_LINE = "ValueError: arange's range must be a power of 2"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

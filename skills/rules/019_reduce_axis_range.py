@@ -5,7 +5,7 @@ KEY = 'reduce-axis-range'
 TEXT = 'Always reduce (tl.sum/tl.max/...) over an axis that exists in the block (0..ndim-1); a scalar has no axis to reduce.'
 SIGNATURES = ['CompilationError: axis <n> out of bounds for shape <shape>', 'CompilationError: invalid axis <n>. Expected <n> <= axis < <n>']
 ERROR_LINE = "ValueError: axis 1 out of bounds for shape ['constexpr[64]']"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

@@ -8,6 +8,7 @@ ERROR_LINE = 'ValueError: Pointer argument (at 0) cannot be accessed from Triton
 SEEN = []
 GPU_ONLY = True
 EXPECTED_GPU_ERROR = 'Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?)'
+GPU_CONFIRMED = []  # EXPECTED_GPU_ERROR not yet seen on a GPU
 
 import torch
 import triton

@@ -5,7 +5,7 @@ KEY = 'unknown-tl-api'
 TEXT = 'You cannot call tl functions that do not exist (tl.relu, tl.tanh, tl.gelu...); write them from tl.maximum, tl.exp, tl.where or use tl.extra.cuda.libdevice.'
 SIGNATURES = ["CompilationError: module 'triton.language' has no attribute <name>"]
 ERROR_LINE = "AttributeError: module 'triton.language' has no attribute 'relu'"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

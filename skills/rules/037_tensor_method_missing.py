@@ -5,7 +5,7 @@ KEY = 'tensor-method-missing'
 TEXT = 'You cannot call torch.Tensor methods (.sum(), .float(), .view(), .clamp()) on tl blocks unless tl defines them; use tl.sum, x.to(tl.float32), tl.reshape, tl.clamp.'
 SIGNATURES = ["CompilationError: 'tensor' object has no attribute <name>"]
 ERROR_LINE = "AttributeError: 'tensor' object has no attribute 'float'"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

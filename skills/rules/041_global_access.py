@@ -5,7 +5,7 @@ KEY = 'global-access'
 TEXT = 'You cannot use a module-level name inside a kernel unless it is a @triton.jit function or a NAME = tl.constexpr(value) global; pass other values as arguments.'
 SIGNATURES = ["CompilationError: Cannot access global variable <name> from within @jit'ed function"]
 ERROR_LINE = "NameError: Cannot access global variable SCALE from within @jit'ed function. Triton kernels can only access global variables that are instanstiated as constexpr (`x = triton.language.constexpr(42)`). Note that this is different from annotating a variable as constexpr (`x: triton.language.constexpr = 42`), which is not supported.  Alternatively, set the envvar TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1, but we do not promise to support this forever."
-SEEN = ['triton-3.9-frontend']
+SEEN = ['triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

@@ -3,11 +3,12 @@
 FORMAT = 1
 KEY = 'unmasked-out-of-bounds'
 TEXT = 'Always mask tl.load/tl.store with the tensor bounds (mask=offs < n, other=0.0) when the grid covers more elements than the tensor holds.'
-SIGNATURES = ['RuntimeError: CUDA error: an illegal memory access was encountered', 'AcceleratorError: CUDA error: an illegal memory access was encountered']  # expected, unconfirmed: bench/collect_errors.py --mode native
+SIGNATURES = ['RuntimeError: CUDA error: an illegal memory access was encountered', 'AcceleratorError: CUDA error: an illegal memory access was encountered']  # AcceleratorError: seen on triton-3.6-cuda (torch 2.11); RuntimeError: older torch, unconfirmed
 ERROR_LINE = 'RuntimeError: CUDA error: an illegal memory access was encountered'
-SEEN = []
+SEEN = ['triton-3.6-cuda']
 GPU_ONLY = True
 EXPECTED_GPU_ERROR = 'CUDA error: an illegal memory access was encountered'
+GPU_CONFIRMED = ['triton-3.6-cuda']  # EXPECTED_GPU_ERROR seen verbatim (first line of torch.AcceleratorError) on an H200, triton 3.6.0, torch 2.11, 2026-12-02, by a probe kernel, not this file's trigger: tests/fixtures/errors/errors.json id unmasked-out-of-bounds.probe_k3.gpu-3.6
 
 import torch
 import triton
