@@ -149,3 +149,44 @@ def test_the_rule_memory_and_the_prompt_are_served(app: App) -> None:
         assert "create_task" in text and "next_step" in text and "expand_node" in text
 
     run(app, scenario)
+
+
+DEGENERATE_TASK = SCALE_TASK.replace("return x * self.scale + 1.0", "return torch.relu(x - 100.0) * self.scale")
+
+ZEROS_KERNEL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def zeros_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        zeros_kernel[(triton.cdiv(x.numel(), 128),)](out, x.numel(), BLOCK=128)
+        return out
+'''
+
+
+def test_a_constant_output_passes_a_degenerate_task_only_with_the_task_flagged_on_the_result(app: App) -> None:
+    async def scenario(client: Client):
+        created = await call(client, "create_task", name="degenerate", reference_source=DEGENERATE_TASK)
+        assert created["degenerate"] is True and created["warnings"]
+        result = await call(client, "evaluate_kernel", task_id=created["task_id"], kernel_source=ZEROS_KERNEL)
+        assert result["verdict"] == "passed"
+        assert result["degenerate_task"] is True
+        assert any("degenerate" in w for w in result["warnings"])
+        honest_task = (await call(client, "create_task", name="scale", reference_source=SCALE_TASK))["task_id"]
+        honest = await call(client, "evaluate_kernel", task_id=honest_task, kernel_source=ZEROS_KERNEL)
+        assert honest["verdict"] == "mismatch" and honest["degenerate_task"] is False
+
+    run(app, scenario)
