@@ -229,6 +229,8 @@ def run(args: argparse.Namespace) -> dict:
             "environment": environment(app),
             "args": vars(args),
             "tasks": [t.name for t in tasks],
+            "task_sources": {t.name: {"source": app.tasks.spec(t.task_id).source,
+                                      "small_shapes": app.tasks.spec(t.task_id).small_shapes} for t in tasks},
             "summary": {
                 "tasks": len(tasks), "evaluations": len(evals), "verdicts": dict(verdicts),
                 "failures_recorded": report.failures, "failures_by_category": report.failures_by_category,
