@@ -12,6 +12,13 @@
 4. Compared with the seed memory: which failures a seed rule already covered, which rules are new.
 
 Prints a markdown summary; writes everything to --out (JSON), with the environment. Progress on stderr.
+Use a fresh --home (the default is a new temp dir): rules written by an earlier run are not ripe again.
+Evaluations go round-robin over tasks (every task's draft 0, then draft 1...), so --deadline keeps every task.
+
+GPU (H200, ~8 min):  python3 bench/adapt_loop.py --tasks 24 --drafts 6 --seed 0 --device cuda --deadline 420 \
+                         --home /tmp/adapt-gpu --out adapt_gpu.json
+CPU (interpreter, small shapes, ~20 s):  python bench/adapt_loop.py --tasks 6 --drafts 4 --seed 0 --device cpu
+Compiler front end on the CPU for a CPU run's drafts:  python bench/adapt/frontend.py adapt_results.json
 """
 
 from __future__ import annotations
