@@ -18,6 +18,7 @@ from adaexplore_mcp.export import (
 )
 from adaexplore_mcp.errors import NotFound, UserError
 from adaexplore_mcp.jobs import JobRunner
+from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.memory.service import MemoryService
 from adaexplore_mcp.models import Backend, Evaluation, ExportedKernel, SearchReport, TaskInfo, TaskProbe
 from adaexplore_mcp.search import SearchService, SearchTree
@@ -50,7 +51,7 @@ class App:
         _register_part_migrations()
         self.store = Store(settings.db_path)
         self.tasks = TaskRegistry(self.store)
-        self._judge = judge
+        self.judge: JudgeLike = judge if judge is not None else Judge(settings)  # workers start on first use
         self._register_builtins()
         self.memory = MemoryService(self.store)
         self.jobs = JobRunner(self.store)
@@ -63,18 +64,8 @@ class App:
             max_source_bytes=settings.max_source_bytes,
         )
 
-    # -- judge -------------------------------------------------------------------------------
-    @property
-    def judge(self) -> JudgeLike:
-        if self._judge is None:
-            from adaexplore_mcp.judge import Judge
-
-            self._judge = Judge(self.settings)
-        return self._judge
-
     def close(self) -> None:
-        if self._judge is not None:
-            self._judge.close()
+        self.judge.close()
         self.store.close()
 
     # -- tasks -------------------------------------------------------------------------------
