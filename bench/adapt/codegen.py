@@ -28,10 +28,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-ACT_NAMES = ("relu", "gelu", "silu", "tanh", "sigmoid", "leaky_relu", "hardswish")
-ROW_OPS = ("bias_row", "sum", "mean", "amax", "max", "softmax", "log_softmax", "layernorm", "rmsnorm")
-EW_OPS = ACT_NAMES + ("scale", "clamp", "bias", "residual", "affine", "square", "abs")
-
 NEG_INF = "float('-inf')"
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport triton\nimport triton.language as tl\n"
 
@@ -265,6 +261,7 @@ class Kernel:
 
 
 def _ew(op: Op, k: Kernel, ctx: Ctx, model_attr: str = "self") -> None:
+    """One elementwise op on x (a block or, after a reduction, a scalar)."""
     rng = k.rng
     n = op.name
     if n == "relu":
@@ -520,7 +517,6 @@ def _row_kernel(k: Kernel, ops: list[Op], rank: int) -> tuple[list[str], str]:
     st = k.style
     ctx = Ctx()
     fdim = "C"
-    extra_f = ""
     if st.block == "constexpr_f":
         k.params += ["n_rows", "C: tl.constexpr", "S"]
         arange = "tl.arange(0, C)"
@@ -554,7 +550,7 @@ def _row_kernel(k: Kernel, ops: list[Op], rank: int) -> tuple[list[str], str]:
     wrapper = ["y = " + (f"torch.empty({shape}, device=x.device, dtype=x.dtype)" if reduced else "torch.empty_like(x)"),
                f"BLOCK = {block}", "grid = (B * S,)"]
     if st.block == "constexpr_f":
-        return wrapper, "B * S, C=C, S=S" + block_arg + extra_f
+        return wrapper, "B * S, C=C, S=S" + block_arg
     return wrapper, "B * S, C, S" + block_arg
 
 
@@ -585,7 +581,7 @@ def _plane_kernel(k: Kernel, ops: list[Op]) -> tuple[list[str], str]:
             else "    acc += tl.sum(" + _masked(k, "x", "0.0") + ", axis=0)"
         k.emit("x = acc" if is_max else "x = acc / S")
     else:
-        k.emit(f"x = tl.max(acc, axis=0)" if is_max else "x = tl.sum(acc, axis=0) / S")
+        k.emit("x = tl.max(acc, axis=0)" if is_max else "x = tl.sum(acc, axis=0) / S")
     ctx.vec = False
     for op in post:
         _ew(op, k, ctx)
@@ -651,7 +647,7 @@ def _matmul_kernel(rng: random.Random, style: Style, linear: bool, has_bias: boo
     lines = ["@triton.jit",
              "def matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,",
              "                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):",
-             f"    pid_m = {style.pid.replace('0', '0')}",
+             f"    pid_m = {style.pid}",
              f"    pid_n = {style.pid.replace('0', '1')}",
              "    rm = pid_m * BM + tl.arange(0, BM)",
              "    rn = pid_n * BN + tl.arange(0, BN)",
@@ -755,12 +751,11 @@ def _draft(parsed: ParsedTask, rng: random.Random) -> str:
             wrap, args = _plane_kernel(k, ops)
         else:
             wrap, args = _group_kernel(k, ops)
-        launch = ", ".join(k.launch)
-        extra = [a for a in k.launch[2:]]
         fwd += wrap
-        pos = [a for a in extra if "=" not in a]
-        kw = [a for a in extra if "=" in a]
-        # kernel signature order: x, y, [params added while emitting] then dims; rebuild launch in order
+        # launch: x, y, the pointers / runtime scalars the ops added, the layout's dims, then keywords;
+        # the kernel's parameters are reordered below to match
+        pos = [a for a in k.launch[2:] if "=" not in a]
+        kw = [a for a in k.launch[2:] if "=" in a]
         call_args = ["x", "y"] + pos + [args] + kw
         fwd.append(f"{name}[grid]({', '.join(call_args)}{nw})")
         fwd.append("x = y")
@@ -775,7 +770,6 @@ def _draft(parsed: ParsedTask, rng: random.Random) -> str:
         kernels.append(k.source())
         imports |= k.imports
         globals_ += [g for g in k.globals if g not in globals_]
-        del launch
     out = HEADER + "".join(f"{i}\n" for i in sorted(imports)) + "".join(f"{g}\n" for g in globals_) + "\n\n"
     out += "\n\n".join(kernels) + "\n\n"
     init = _indent_init(parsed.init_source)
