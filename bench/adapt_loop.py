@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 
 from adaexplore_mcp.app import App  # noqa: E402
 from adaexplore_mcp.config import JudgeLimits, Settings  # noqa: E402
-from adaexplore_mcp.memory.signature import signature  # noqa: E402
+from adaexplore_mcp.memory.signature import error_line, signature  # noqa: E402
 from bench.adapt.codegen import draft_kernels  # noqa: E402
 
 # (pattern over signature + example error/source lines, rule text). First match wins.
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> dict:
             sig = signature(err.exception, err.message, err.excerpt) if err else None
             row = {"task": info.name, "task_id": info.task_id, "draft": di, "verdict": ev.verdict.value,
                    "signature": sig, "seconds": round(dur, 2),
-                   "error": f"{err.exception}: {err.message}"[:300] if err else None,
+                   "error": error_line(err.exception, err.message, err.excerpt)[:300] if err else None,
                    "source_line": err.source_line if err else None,
                    "mismatch": ev.mismatch.reason if ev.mismatch else None,
                    "rejected": ev.rejected.check if ev.rejected else None,

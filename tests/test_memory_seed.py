@@ -95,7 +95,7 @@ def test_every_gpu_seen_label_is_backed_by_a_gpu_text_in_the_fixture_with_one_of
     gpu = _fixture_gpu_errors()
     for s in SEEDS:
         for label in (l for l in s.seen if l.endswith("-cuda")):
-            sigs = {e.get("gpu_signature") or signature(e["exception"], e["message"], e["text"])
+            sigs = {e.get("signature") or e.get("gpu_signature") or signature(e["exception"], e["message"], e["text"])
                     for e in gpu if e["rule"] == s.key and e["origin"] == _gpu_origin(label)}
             assert sigs & set(s.signatures), (s.key, label, sigs)
 

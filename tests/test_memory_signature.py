@@ -98,6 +98,20 @@ def test_host_side_errors_keep_their_own_type():
     assert list(itertools.islice((e for e in ERRORS if e["rule"] == "launch-args-mismatch"), 1))
 
 
+def test_the_missing_argument_name_and_the_static_range_bound_are_folded():
+    kernel = {signature("CompilationError", f"TypeError(\"{m}\")") for m in (
+        "zeros() missing 1 required positional argument: 'dtype'",
+        "where() missing 1 required positional argument: 'y'")}
+    assert kernel == {"CompilationError: <fn>() missing <n> required positional argument: <name>"}
+    host = signature("TypeError", "add_kernel() missing 1 required positional argument: 'dtype'")
+    assert host == "TypeError: <fn>() missing <n> required positional argument: <name>" and host not in kernel
+    assert signature("TypeError", "f() missing 2 required keyword-only arguments: 'a' and 'b'") \
+        == "TypeError: <fn>() missing <n> required keyword-only arguments: <name>"
+    bounds = {signature("CompilationError", f"AssertionError('int32[] used as tl.static_range {b} value is not a constexpr')")
+              for b in ("start", "end", "step")}
+    assert bounds == {"CompilationError: <dtype>[] used as tl.static_range <bound> value is not a constexpr"}
+
+
 def test_a_compact_judge_excerpt_reads_like_a_traceback():
     excerpt = ('  File "candidate.py", line 40, in forward\n    mm_kernel[grid](a, b, c)\n'
                "OutOfResources: out of resource: shared memory, Required: 262144, Hardware limit: 232448. "
@@ -114,13 +128,17 @@ def test_gpu_texts_sign_as_the_gpu_host_did_and_join_their_cpu_siblings():
     assert len(gpu) >= 15
     # The adapt loop's compact judge lines: signed here as the GPU host signed the full ErrorDetail, except
     # where the line lost the root cause (it only quotes the source line): that one is a group of its own.
+    # `signature`, where present: what the current normalizer gives, after it learned to fold a word the
+    # GPU host's signature still kept (a missing argument's name, which tl.static_range bound).
     for e in gpu:
         if e.get("gpu_signature"):
-            assert (_sig(e) == e["gpu_signature"]) == (not e["group"].endswith("@judge-line")), e["id"]
+            expected = e.get("signature", e["gpu_signature"])
+            assert (_sig(e) == expected) == (not e["group"].endswith("@judge-line")), e["id"]
+            assert ("signature" in e) == (e["gpu_signature"] != expected), e["id"]
     cpu_groups = {e["group"] for e in ERRORS if not e["origin"].startswith("gpu-")}
     joined = {e["group"] for e in gpu if e["group"] in cpu_groups}
     assert {"dtype-call", "arange-not-pow2", "unknown-tl-api", "arange-runtime-bound", "global-access",
-            "tensor-method-missing"} <= joined
+            "tensor-method-missing", "tl-call-missing-arg", "static-range-runtime"} <= joined
 
 
 def test_an_illegal_address_and_the_next_call_in_the_poisoned_context_share_one_signature():

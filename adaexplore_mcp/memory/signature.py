@@ -55,6 +55,9 @@ _KEEP_QUOTED = {
 
 # (pattern, replacement), applied in order to the unwrapped first line of the message.
 _RULES: list[tuple[re.Pattern[str], str]] = [(re.compile(p), r) for p, r in [
+    # the missing argument's name ('dtype', 'y'...) and which tl.static_range bound: not the mistake
+    (r"\brequired (positional|keyword-only) (arguments?): .*", r"required \1 \2: <name>"),
+    (r"\bused as tl\.static_range (?:start|end|step) value\b", "used as tl.static_range <bound> value"),
     (r"<class '(?:[\w]+\.)*(\w+)'>", r"<class \1>"),
     (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-<>]+){2,}[\\/]?", "<path>"),
     (r"\b0x[0-9a-fA-F]+\b", "<addr>"),

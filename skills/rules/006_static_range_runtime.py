@@ -3,9 +3,9 @@
 FORMAT = 1
 KEY = 'static-range-runtime'
 TEXT = 'You cannot use tl.static_range with a runtime bound; use range() for runtime trip counts and tl.static_range only with tl.constexpr.'
-SIGNATURES = ['CompilationError: <dtype>[] used as tl.static_range start value is not a constexpr']
+SIGNATURES = ['CompilationError: <dtype>[] used as tl.static_range <bound> value is not a constexpr']
 ERROR_LINE = 'AssertionError: int32[] used as tl.static_range start value is not a constexpr'
-SEEN = ['triton-3.9-frontend']
+SEEN = ['triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 

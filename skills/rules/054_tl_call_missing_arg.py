@@ -5,7 +5,7 @@ KEY = 'tl-call-missing-arg'
 TEXT = 'Always pass every required argument to tl functions: tl.where(cond, x, y) needs both branches, tl.maximum(a, b) two operands.'
 SIGNATURES = ['CompilationError: <fn>() missing <n> required positional argument: <name>']
 ERROR_LINE = "TypeError: where() missing 1 required positional argument: 'y'"
-SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend']
+SEEN = ['triton-3.9-interpreter', 'triton-3.9-frontend', 'triton-3.6-cuda']
 GPU_ONLY = False
 EXPECTED_GPU_ERROR = ''
 
