@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", action="append", choices=["interpreter", "frontend", "native"])
     parser.add_argument("--rule", action="append", help="only these rule keys")
+    parser.add_argument("--rules-dir", type=Path, default=ROOT / "skills" / "rules",
+                        help="rule files to run (skills/pending holds GPU-only rules not yet observed)")
     parser.add_argument("--out", type=Path, help="write the observations (JSON)")
     parser.add_argument("--from", dest="from_file", type=Path,
                         help="read observations written by --out (e.g. on the GPU host) instead of running")
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             modes = ["native"] if torch.cuda.is_available() else ["interpreter", "frontend"]
         except ImportError:
             modes = ["interpreter", "frontend"]
-    seeds = read_seed_rules(ROOT / "skills" / "rules")
+    seeds = read_seed_rules(args.rules_dir)
     if args.rule:
         seeds = [s for s in seeds if s.key in set(args.rule)]
     if args.from_file:
