@@ -373,3 +373,20 @@ def test_a_store_opened_before_the_search_tables_were_registered_gets_them(tmp_p
     svc = SearchService(bare, FakeJudge(), lookup)
     sid = svc.start_search("t1", 2)
     assert svc.next_step(sid).kind == "large"
+
+
+def test_a_tree_with_sources_stays_within_its_size_budget(svc: SearchService) -> None:
+    from adaexplore_mcp.search import brief as B
+    from adaexplore_mcp.search import service as S
+
+    search_id = svc.start_search("t1", 30, seed=1, strategy="parallel_sampling")
+    for step in range(12):
+        brief = svc.next_step(search_id)
+        padded = kernel(tag=f"step {step}") + "x = 1  # padding\n" * 800  # about 14k characters each
+        svc.expand_node(search_id, brief.step_id, kernel_source=padded)
+    tree = svc.get_search(search_id, include_sources=True)
+    sources = [n.kernel_source for n in tree.nodes if n.kernel_source]
+    assert sources and sum(map(len, sources)) <= S.TREE_SOURCE_CHARS
+    assert all(len(s) <= B.KERNEL_CHARS for s in sources)
+    assert all(s.endswith(B.TRUNCATION_MARK) for s in sources)
+    assert svc.node_kernel(search_id, 12).count("padding") == 800  # the full source is still served

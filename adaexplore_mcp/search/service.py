@@ -39,6 +39,7 @@ RulesProvider = Callable[[str], "Sequence[RuleRef]"]
 
 CLAIM_TIMEOUT_S = 1800.0  # a claim older than this (its process died mid-evaluation) can be taken over
 MAX_NOTE_CHARS = 300
+TREE_SOURCE_CHARS = 60_000  # all kernel sources in one get_search result (~15k tokens)
 MAX_SOURCE_BYTES = 200_000
 
 
@@ -270,13 +271,16 @@ class SearchService:
     def get_search(self, search_id: str, include_sources: bool = False) -> SearchTree:
         row = self._search_row(search_id)
         nodes, curve, best = [], [], None
+        budget = TREE_SOURCE_CHARS  # sources beyond it are left out; each node's full kernel is a resource
         for r in R.all_node_rows(self._conn(), search_id, sources=include_sources):
             n = NodeView(node_id=r["node_id"], step_index=r["node_id"], parent_id=r["parent_id"], kind=r["kind"],
                          depth=r["depth"], verdict=r["verdict"], speedup=r["speedup"], reward=r["reward"],
                          visits=r["visits"], total_reward=r["total_reward"],
                          mean_reward=r["total_reward"] / r["visits"] if r["visits"] else 0.0,
                          max_reward=r["max_reward"], note=r["note"], created_at=r["created_at"],
-                         kernel_source=r["kernel_source"] if include_sources else None)
+                         kernel_source=self._budgeted_source(r, include_sources, budget))
+            if n.kernel_source:
+                budget -= len(n.kernel_source)
             nodes.append(n)
             if n.verdict == "passed":
                 s = n.speedup if n.speedup is not None else 1.0
@@ -285,6 +289,15 @@ class SearchService:
         open_step = R.open_step(self._conn(), search_id)
         return SearchTree(**self._summary(row, open_step["step_id"] if open_step else None).model_dump(),
                           params=SearchParams.model_validate_json(row["params"]), nodes=nodes, best_curve=curve)
+
+    @staticmethod
+    def _budgeted_source(row, include_sources: bool, budget: int) -> str | None:
+        """A node's source trimmed to the per-kernel and remaining whole-tree budgets (results stay compact)."""
+        source = row["kernel_source"] if include_sources else None
+        if not source or budget <= len(B.TRUNCATION_MARK):
+            return None
+        limit = min(B.KERNEL_CHARS, budget)
+        return source if len(source) <= limit else source[: limit - len(B.TRUNCATION_MARK)] + B.TRUNCATION_MARK
 
     def list_searches(self, task_id: str | None = None) -> list[SearchSummary]:
         return [self._summary(r, r["open_step"]) for r in R.all_searches(self.store)
