@@ -52,3 +52,15 @@ def test_two_processes_writing_at_once_lose_no_row(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 450
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_module_files_written_by_many_threads_at_once_are_complete(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from adaexplore_mcp.tasks.format import write_module_file
+
+    source = "x = 1\n" * 10_000
+    with ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: write_module_file(tmp_path, "cand", source)[1], range(32)))
+    assert len(set(paths)) == 1 and paths[0].read_text() == source
+    assert [p.name for p in tmp_path.iterdir()] == [paths[0].name]  # no temporary file left behind

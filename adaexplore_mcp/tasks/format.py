@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -119,7 +121,9 @@ def write_module_file(directory: Path, prefix: str, source: str) -> tuple[str, P
     name = f"{prefix}_{source_hash(source)}"
     path = directory / f"{name}.py"
     if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".tmp{id(source)}")
+        # A unique temporary name per writer: threads and server processes may write the same file at once,
+        # and the atomic rename means a reader never sees a half-written module.
+        tmp = path.with_name(f".{name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         tmp.write_text(source)
         tmp.replace(path)
     return name, path
