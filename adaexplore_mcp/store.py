@@ -137,7 +137,7 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._migrate()
+        self.migrate()
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -187,7 +187,8 @@ class Store:
         row = self.read_one("SELECT MAX(version) AS v FROM schema_version")
         return int(row["v"] or 0) if row else 0
 
-    def _migrate(self) -> None:
+    def migrate(self) -> None:
+        """Apply every registered migration not yet applied (idempotent; parts call it after registering)."""
         conn = self._connect()
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at REAL)")
         with self.write() as tx:

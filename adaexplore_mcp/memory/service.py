@@ -27,7 +27,7 @@ class MemoryService:
         self.store = store
         self.actor = actor
         if store.read_one("SELECT 1 FROM schema_version WHERE version = ?", (MEMORY_MIGRATION,)) is None:
-            store._migrate()  # the Store was opened before this package registered its migration
+            store.migrate()  # the Store was opened before this package registered its migration
         if load_seeds:
             seed_mod.load_seeds(store, seed_mod.read_seed_rules(seed_dir))
 

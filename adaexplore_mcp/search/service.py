@@ -50,7 +50,7 @@ class SearchService:
                  claim_timeout_s: float = CLAIM_TIMEOUT_S) -> None:
         self.store = store
         if store.read_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'searches'") is None:
-            store._migrate()  # the Store was opened before this package registered its tables
+            store.migrate()  # the Store was opened before this package registered its tables
         self._evaluate = evaluate
         self._task_lookup = task_lookup
         self._rules = rules_provider
