@@ -82,6 +82,9 @@ class App:
             raise UserError("name must be a non-empty string, e.g. 'fused_gelu'")
         check_static(reference_source, self.settings.max_source_bytes)
         shapes = check_small_shapes(reference_source, small_shapes)
+        known = self.tasks.id_for(name, reference_source)
+        if self.tasks.exists(known):  # seen before: no need to run the reference again
+            return self.tasks.info(known), False
         spec = TaskSpec(task_id=f"probe-{source_hash(reference_source)}", name=name, source=reference_source,
                         small_shapes=shapes)
         probe = self.judge.probe_task(spec)

@@ -190,3 +190,16 @@ def test_a_constant_output_passes_a_degenerate_task_only_with_the_task_flagged_o
         assert honest["verdict"] == "mismatch" and honest["degenerate_task"] is False
 
     run(app, scenario)
+
+
+def test_creating_the_same_task_again_returns_the_same_id_without_running_it_again(app: App) -> None:
+    async def scenario(client: Client):
+        first = await call(client, "create_task", name="same", reference_source=SCALE_TASK)
+        started = time.monotonic()
+        second = await call(client, "create_task", name="same", reference_source=SCALE_TASK)
+        assert second["task_id"] == first["task_id"] and second["created"] is False
+        assert time.monotonic() - started < 1.0  # answered from the registry, not by a worker probe
+        other = await call(client, "create_task", name="same", reference_source=SCALE_TASK + "\n# changed\n")
+        assert other["task_id"] != first["task_id"]
+
+    run(app, scenario)

@@ -39,7 +39,7 @@ class TaskRegistry:
     ) -> tuple[TaskInfo, bool]:
         """Store a probed task; return (info, created). The same name and source is the same task."""
         digest = source_hash(source)
-        task_id = task_id or f"{slugify(name)}-{digest[:8]}"
+        task_id = task_id or self.id_for(name, source)
         info = TaskInfo(
             task_id=task_id,
             name=name,
@@ -63,6 +63,11 @@ class TaskRegistry:
                 )
                 created = True
         return (info if created else self.info(task_id)), created
+
+    @staticmethod
+    def id_for(name: str, source: str) -> str:
+        """The id a user task gets: the same name and source always map to the same task."""
+        return f"{slugify(name)}-{source_hash(source)[:8]}"
 
     def exists(self, task_id: str) -> bool:
         return self.store.read_one("SELECT 1 FROM tasks WHERE task_id = ?", (task_id,)) is not None
