@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +46,12 @@ class SeedRule:
 
 
 def default_rules_dir() -> Path | None:
-    """`$ADAEXPLORE_SKILLS_DIR`, else `skills/rules` of the source checkout."""
+    """`$ADAEXPLORE_SKILLS_DIR`, else `skills/rules` of the source checkout, else the copy a (non-editable)
+    install puts under `<prefix>/share/adaexplore-mcp/skills/rules` (pyproject's data-files)."""
     env = os.environ.get("ADAEXPLORE_SKILLS_DIR")
     candidates = [Path(env)] if env else []
     candidates.append(Path(__file__).resolve().parents[2] / "skills" / "rules")
+    candidates.append(Path(sys.prefix) / "share" / "adaexplore-mcp" / "skills" / "rules")
     for c in candidates:
         if c.is_dir():
             return c
