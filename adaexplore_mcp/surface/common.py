@@ -14,6 +14,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import ValidationError
 
 from adaexplore_mcp.app import App
+from adaexplore_mcp.judge import WorkerStartError
 
 T = TypeVar("T")
 GetApp = Callable[[], App]
@@ -26,8 +27,15 @@ def tool_errors() -> Iterator[None]:
         yield
     except ValidationError:
         raise  # our own models rejecting our own data is a bug, not the caller's mistake
+    except WorkerStartError as exc:  # the environment, not the caller: say so instead of a bare crash
+        raise ToolError(f"the judge could not start a worker process: {exc}") from exc
     except (ValueError, LookupError) as exc:
-        raise ToolError(str(exc).strip("'\"")) from exc
+        raise ToolError(_message(exc)) from exc
+
+
+def _message(exc: BaseException) -> str:
+    """The exception's own text (a KeyError's str() would wrap it in quotes)."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
 
 @contextmanager
@@ -35,7 +43,7 @@ def resource_errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, LookupError) as exc:
-        raise ResourceNotFoundError(str(exc).strip("'\"")) from exc
+        raise ResourceNotFoundError(_message(exc)) from exc
 
 
 async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
