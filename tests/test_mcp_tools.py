@@ -207,3 +207,20 @@ def test_creating_the_same_task_again_returns_the_same_id_without_running_it_aga
 
     run(app, scenario)
     assert probes == ["same", "same"]  # the first and the changed source ran; the repeat did not
+
+
+def test_tools_carry_hints_and_ids_complete_in_resource_uris(app: App) -> None:
+    from mcp.types import ResourceTemplateReference
+
+    async def scenario(client: Client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["list_tasks"].annotations.read_only_hint is True
+        assert tools["expand_node"].annotations.read_only_hint is False
+        assert all(t.annotations and t.annotations.open_world_hint is False for t in tools.values())
+        ref = ResourceTemplateReference(type="ref/resource", uri="adaexplore://tasks/{task_id}/reference")
+        done = await client.complete(ref, {"name": "task_id", "value": "scal"})
+        values = done.completion.values
+        assert {"scale_bias_gelu", "scaled_softmax"} <= set(values) and all(v.startswith("scal") for v in values)
+        assert "swish_scale_clamp" not in values
+
+    run(app, scenario)

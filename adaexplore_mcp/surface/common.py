@@ -11,12 +11,19 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
 from adaexplore_mcp.app import App
 from adaexplore_mcp.judge import WorkerStartError
 
 T = TypeVar("T")
+
+# Hints clients use to decide what needs the user's confirmation. Everything here is local (no open world);
+# nothing deletes data (retiring a rule keeps it and its history).
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+IDEMPOTENT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 GetApp = Callable[[], App]
 
 

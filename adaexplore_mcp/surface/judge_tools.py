@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
-from adaexplore_mcp.surface.common import GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
 
 EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
 forward signature and parameter names as the task's Model) whose work is done by @triton.jit kernels. It runs
@@ -22,7 +22,7 @@ your offending line; `mismatch`: which output, trial, max error and where; `reje
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
-    @mcp.tool()
+    @mcp.tool(annotations=IDEMPOTENT)
     async def create_task(
         name: str,
         reference_source: str,
@@ -46,7 +46,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
             backend=app.judge.backend,
         )
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def list_tasks(origin: str | None = None) -> TaskList:
         """List known tasks: the built-in library, your own and synthesized ones (filter with origin =
         'builtin', 'user' or 'synthesized'). Each has task_id, name, description, degenerate, shapes when known.
@@ -58,9 +58,9 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     ) -> Evaluation:
         return await run_blocking(ctx, get_app().evaluate_kernel, task_id, kernel_source, timeout_s)
 
-    mcp.tool(description=EVALUATE_DOC)(evaluate_kernel)
+    mcp.tool(description=EVALUATE_DOC, annotations=ADDITIVE)(evaluate_kernel)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def submit_evaluation(task_id: str, kernel_source: str, timeout_s: float | None = None) -> Job:
         """Same as evaluate_kernel, but returns at once with a `job_id`; poll get_job(job_id) until status is
         'done' (its `result` is the evaluation) or 'failed'. Use it when your client times out calls after
@@ -72,7 +72,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
                 "evaluate", lambda progress: app.evaluate_kernel(task_id, kernel_source, timeout_s, progress)
             )
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def get_job(job_id: str) -> Job:
         """Status of a submitted job: queued, running (with progress and message), done (with `result`),
         failed (with `error`) or lost (its server process stopped; submit again). Cheap; poll every few seconds."""

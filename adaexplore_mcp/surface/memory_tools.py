@@ -8,11 +8,11 @@ from mcp.server.mcpserver import Context
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.memory.types import ClusterList, RuleInfo, SkillQuery
 from adaexplore_mcp.models import TaskList
-from adaexplore_mcp.surface.common import GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def query_skills(text: str = "", task_id: str | None = None, limit: int = 20) -> SkillQuery:
         """Search the validity rules learnt from failed kernels (shared by every session on this machine):
         active rules first, then the most relevant to `text` (e.g. an error message or 'tl.dot') or to a
@@ -20,7 +20,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         with tool_errors():
             return get_app().memory.query_skills(text, task_id, limit)
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def failure_clusters(ripe_only: bool = True) -> ClusterList:
         """Recurring failures grouped by normalized error signature. A ripe cluster (3+ failures from 2+ tasks,
         no rule yet) is waiting for you to write its rule with add_rule: read its examples (error line plus
@@ -28,7 +28,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         with tool_errors():
             return get_app().memory.failure_clusters(ripe_only)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def add_rule(cluster_id: str, text: str) -> RuleInfo:
         """Write the validity rule for a failure cluster: one sentence starting 'You cannot ...' or 'Always ...'
         (at most 300 characters), general enough to hold for any kernel and task. It is shown in every later
@@ -36,26 +36,26 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         with tool_errors():
             return get_app().memory.add_rule(cluster_id, text)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def update_rule(rule_id: str, text: str, reason: str) -> RuleInfo:
         """Reword a rule; the old text and your reason are kept in its history."""
         with tool_errors():
             return get_app().memory.update_rule(rule_id, text, reason)
 
-    @mcp.tool()
+    @mcp.tool(annotations=IDEMPOTENT)
     def retire_rule(rule_id: str, reason: str) -> RuleInfo:
         """Stop showing a rule (wrong, obsolete or over-specific); it and its history are kept."""
         with tool_errors():
             return get_app().memory.retire_rule(rule_id, reason)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def merge_rules(rule_ids: list[str], text: str, reason: str) -> RuleInfo:
         """Replace several rules that say the same thing with one new rule covering all their clusters; the
         old ones are retired with a pointer to the new one."""
         with tool_errors():
             return get_app().memory.merge_rules(rule_ids, text, reason)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     async def synthesize_tasks(count: int, seed: int = 0, ctx: Context | None = None) -> TaskList:
         """Make `count` practice tasks (Adapt stage) by mutating and recombining PyTorch operator chains
         (pointwise, activations, reductions, norms, softmax, matmul, conv, pooling) with varied shapes; each is
@@ -63,7 +63,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         Seeded and reproducible. Costs a few seconds per task; for large counts use submit_synthesis."""
         return TaskList(tasks=await run_blocking(ctx, get_app().synthesize_tasks, count, seed))
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def submit_synthesis(count: int, seed: int = 0) -> Job:
         """synthesize_tasks in the background: returns a job_id; poll get_job until 'done'."""
         app = get_app()

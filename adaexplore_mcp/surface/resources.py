@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from mcp.server import MCPServer
+from mcp.types import Completion, CompletionArgument
 
 from adaexplore_mcp.prompts import optimize_module
 from adaexplore_mcp.surface.common import GetApp, resource_errors
+
+
+MAX_COMPLETIONS = 100  # the protocol's limit per completion response
 
 
 def rules_markdown(app_rules: list) -> str:
@@ -60,6 +64,20 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     def rules() -> str:
         """The whole rule memory as Markdown."""
         return rules_markdown(get_app().memory.query_skills(limit=1000).rules)
+
+    @mcp.completion()
+    async def complete(ref: object, argument: CompletionArgument, context: object) -> Completion | None:
+        """Complete task and search ids in resource URIs as the user types them."""
+        app = get_app()
+        if argument.name == "task_id":
+            values = [t.task_id for t in app.tasks.list()]
+        elif argument.name == "search_id":
+            values = [s.search_id for s in app.search.list_searches()]
+        else:
+            return None
+        matches = [v for v in values if v.startswith(argument.value or "")]
+        return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches),
+                          has_more=len(matches) > MAX_COMPLETIONS)
 
     mcp.prompt(name="optimize_module", description="Optimize a PyTorch module with Triton kernels: the full "
                "create_task -> search -> export loop with this server.")(optimize_module)

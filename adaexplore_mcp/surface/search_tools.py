@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import ExportedKernel, SearchReport
 from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
-from adaexplore_mcp.surface.common import GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
 
 
 class StartedSearch(BaseModel):
@@ -37,7 +37,7 @@ steps_left. A step id is used once."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def start_search(task_id: str, budget: int, seed: int = 0, strategy: str = "adaexplore") -> StartedSearch:
         """Start a kernel search on a task. `budget` is the number of kernels (steps) you will write, e.g. 20-100.
         `strategy`: 'adaexplore' (tree search: the server alternates small edits and fresh kernels; default),
@@ -49,7 +49,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
 
-    @mcp.tool()
+    @mcp.tool(annotations=IDEMPOTENT)
     def next_step(search_id: str) -> StepBrief:
         """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided by
         `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the
@@ -69,9 +69,9 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     ) -> ExpandResult:
         return await run_blocking(ctx, get_app().search.expand_node, search_id, step_id, kernel_source, edits, note)
 
-    mcp.tool(description=EXPAND_DOC)(expand_node)
+    mcp.tool(description=EXPAND_DOC, annotations=ADDITIVE)(expand_node)
 
-    @mcp.tool()
+    @mcp.tool(annotations=ADDITIVE)
     def submit_expand(
         search_id: str, step_id: str, kernel_source: str | None = None, edits: list[Edit] | None = None,
         note: str = "",
@@ -86,7 +86,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
                                                                   progress=progress)
             )
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def get_search(search_id: str, include_sources: bool = False) -> SearchTree:
         """The whole tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
         best-speedup curve over steps, and the search's constants. Kernel sources only with include_sources
@@ -94,20 +94,20 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         with tool_errors():
             return get_app().search.get_search(search_id, include_sources)
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def best_kernel(search_id: str) -> BestKernel:
         """The best correct kernel of a search (highest speedup over the whole tree) with its source and
         evaluation. A tool error when no node is correct yet. Cheap."""
         with tool_errors():
             return get_app().search.best_kernel(search_id)
 
-    @mcp.tool()
+    @mcp.tool(annotations=READ_ONLY)
     def list_searches(task_id: str | None = None) -> SearchList:
         """All searches (optionally of one task): strategy, budget, steps used and left, best speedup. Cheap."""
         with tool_errors():
             return SearchList(searches=get_app().search.list_searches(task_id))
 
-    @mcp.tool()
+    @mcp.tool(annotations=IDEMPOTENT)
     def export_kernel(search_id: str) -> ExportedKernel:
         """Write the best kernel of a search as a standalone KernelBench-format file (the task's reference,
         get_inputs, get_init_inputs and your ModelNew, with a header giving the speedup and GPU) and return its
@@ -115,7 +115,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         with tool_errors():
             return get_app().export_kernel(search_id)
 
-    @mcp.tool()
+    @mcp.tool(annotations=IDEMPOTENT)
     async def search_report(search_id: str, ctx: Context | None = None) -> SearchReport:
         """Make a report of a search: an HTML page (plot of best speedup over steps, the tree with kind,
         verdict and speedup per node) and the same as a PNG. Returns the file paths, the resource URI of the
