@@ -7,7 +7,7 @@
 #      results asserted in Python.
 #  (b) the official MCP conformance suite against `adaexplore-mcp --transport http` on 127.0.0.1:
 #      server scenarios server-initialize, ping, tools-list, resources-list, prompts-list,
-#      server-sse-multiple-streams,
+#      completion-complete, server-sse-multiple-streams,
 #      dns-rebinding-protection (override with MCP_CHECKS_SCENARIOS="a b c").
 #  (c) `--host 0.0.0.0` without a token refuses to start; the Inspector over HTTP against a server
 #      started with ADAEXPLORE_TOKEN: tools/list with the bearer header works, without it is refused.
@@ -25,7 +25,7 @@ set -euo pipefail
 CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
 SERVER_CMD="${ADAEXPLORE_MCP:-adaexplore-mcp}"
-SCENARIOS="${MCP_CHECKS_SCENARIOS:-server-initialize ping tools-list resources-list prompts-list server-sse-multiple-streams dns-rebinding-protection}"
+SCENARIOS="${MCP_CHECKS_SCENARIOS:-server-initialize ping tools-list resources-list prompts-list completion-complete server-sse-multiple-streams dns-rebinding-protection}"
 START=$(date +%s)
 
 say() { printf '\n== %s\n' "$*" >&2; }
