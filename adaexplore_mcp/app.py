@@ -134,8 +134,7 @@ class App:
     def export_kernel(self, search_id: str) -> ExportedKernel:
         """The best kernel of a search as a standalone KernelBench file, written under the data dir."""
         best = self.search.best_kernel(search_id)
-        summary = self.search.get_search(search_id)
-        spec = self.tasks.spec(summary.task_id)
+        spec = self.tasks.spec(self.search.summary(search_id).task_id)
         timing = best.evaluation.timing if best.evaluation else None
         text = standalone_kernel_file(spec.source, best.kernel_source, {
             "task": spec.name, "speedup": best.speedup, "gpu": timing.gpu if timing else None,

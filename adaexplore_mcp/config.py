@@ -27,6 +27,9 @@ def _env_int(name: str, default: int) -> int:
     return int(raw) if raw not in (None, "") else default
 
 
+DEFAULT_MAX_SOURCE_BYTES = 200_000  # one candidate or reference source
+
+
 @dataclass(frozen=True)
 class JudgeLimits:
     """Limits of one evaluation. Sized so a typical evaluation takes a few seconds on a GPU."""
@@ -53,7 +56,7 @@ class Settings:
     home: Path = field(default_factory=_default_home)
     # "cuda" when a GPU is usable; "cpu" runs candidates under Triton's interpreter.
     device: str = "auto"
-    max_source_bytes: int = 200_000
+    max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES
     workers: int = 1  # CPU-interpreter workers
     workers_per_gpu: int = 1
     limits: JudgeLimits = field(default_factory=JudgeLimits)
@@ -81,7 +84,7 @@ class Settings:
         return cls(
             home=Path(home).expanduser() if home else _default_home(),
             device=os.environ.get("ADAEXPLORE_DEVICE", "auto"),
-            max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", 200_000),
+            max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", DEFAULT_MAX_SOURCE_BYTES),
             workers=_env_int("ADAEXPLORE_WORKERS", 1),
             workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 1),
             limits=limits,

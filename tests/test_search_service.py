@@ -390,3 +390,12 @@ def test_a_tree_with_sources_stays_within_its_size_budget(svc: SearchService) ->
     assert all(len(s) <= B.KERNEL_CHARS for s in sources)
     assert all(s.endswith(B.TRUNCATION_MARK) for s in sources)
     assert svc.node_kernel(search_id, 12).count("padding") == 800  # the full source is still served
+
+
+def test_a_summary_reads_one_search_without_opening_a_step(svc: SearchService) -> None:
+    search_id = svc.start_search("t1", 3, seed=0)
+    summary = svc.summary(search_id)
+    assert summary.task_id == "t1" and summary.steps_left == 3 and summary.pending_step_id is None
+    assert svc.summary(search_id).pending_step_id is None  # still none: reading opened nothing
+    with pytest.raises(NotFound):
+        svc.summary("srch_nope")

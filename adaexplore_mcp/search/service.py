@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import ValidationError
 
+from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
 from adaexplore_mcp.errors import NotFound, UserError
 from adaexplore_mcp.models import Evaluation, RuleRef, TaskInfo
 from adaexplore_mcp.search import brief as B
@@ -35,18 +36,17 @@ from adaexplore_mcp.store import Store, new_id
 Progress = Callable[[float, str], None]
 Evaluate = Callable[[str, str, "Progress | None"], Evaluation]  # (task_id, kernel_source, progress)
 TaskLookup = Callable[[str], "TaskInfo | None"]
-RulesProvider = Callable[[str], "Sequence[RuleRef]"]
+RulesProvider = Callable[[str], Sequence[RuleRef]]
 
 CLAIM_TIMEOUT_S = 1800.0  # a claim older than this (its process died mid-evaluation) can be taken over
 MAX_NOTE_CHARS = 300
 TREE_SOURCE_CHARS = 60_000  # all kernel sources in one get_search result (~15k tokens)
-MAX_SOURCE_BYTES = 200_000
 
 
 class SearchService:
     def __init__(self, store: Store, evaluate: Evaluate, task_lookup: TaskLookup,
                  rules_provider: RulesProvider | None = None, timing_available: bool = False, *,
-                 gpu: str | None = None, max_source_bytes: int = MAX_SOURCE_BYTES,
+                 gpu: str | None = None, max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
                  claim_timeout_s: float = CLAIM_TIMEOUT_S) -> None:
         self.store = store
         if store.read_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'searches'") is None:
@@ -286,9 +286,16 @@ class SearchService:
                 s = n.speedup if n.speedup is not None else 1.0
                 best = s if best is None else max(best, s)
             curve.append(best)
-        open_step = R.open_step(self._conn(), search_id)
-        return SearchTree(**self._summary(row, open_step["step_id"] if open_step else None).model_dump(),
+        return SearchTree(**self._summary_of(row).model_dump(),
                           params=SearchParams.model_validate_json(row["params"]), nodes=nodes, best_curve=curve)
+
+    def summary(self, search_id: str) -> SearchSummary:
+        """One search's summary without loading its nodes; NotFound for an unknown id. Reads only."""
+        return self._summary_of(self._search_row(search_id))
+
+    def _summary_of(self, row) -> SearchSummary:
+        open_step = R.open_step(self._conn(), row["search_id"])
+        return self._summary(row, open_step["step_id"] if open_step else None)
 
     @staticmethod
     def _budgeted_source(row, include_sources: bool, budget: int) -> str | None:

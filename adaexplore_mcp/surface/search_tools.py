@@ -80,7 +80,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         expand_node result). For clients that time out calls after ~60 s (e.g. CPU interpreter runs)."""
         app = get_app()
         with tool_errors():
-            app.search.next_step(search_id)  # unknown searches fail now, not in the background
+            app.search.summary(search_id)  # unknown searches fail now, not in the background
             return app.jobs.submit(
                 "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
                                                                   progress=progress)
