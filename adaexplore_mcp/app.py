@@ -48,7 +48,6 @@ class App:
     def __init__(self, settings: Settings, judge: JudgeLike | None = None) -> None:
         self.settings = settings
         settings.home.mkdir(parents=True, exist_ok=True)
-        _register_part_migrations()
         self.store = Store(settings.db_path)
         self.tasks = TaskRegistry(self.store)
         self.judge: JudgeLike = judge if judge is not None else Judge(settings)  # workers start on first use
@@ -220,12 +219,6 @@ def tree_snapshot(tree: SearchTree, task_name: str) -> TreeSnapshot:
     ]
     return TreeSnapshot(search_id=tree.search_id, task_name=task_name, strategy=tree.strategy, budget=tree.budget,
                         nodes=nodes, best_node_id=tree.best_node_id)
-
-
-def _register_part_migrations() -> None:
-    """Import the parts that own tables so their migrations are registered before the store opens."""
-    import adaexplore_mcp.memory  # noqa: F401
-    import adaexplore_mcp.search  # noqa: F401
 
 
 __all__ = ["App", "JudgeLike", "dumps"]
