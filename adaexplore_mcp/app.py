@@ -23,7 +23,10 @@ from adaexplore_mcp.memory.service import MemoryService
 from adaexplore_mcp.models import Backend, Evaluation, ExportedKernel, SearchReport, TaskInfo, TaskProbe
 from adaexplore_mcp.search import SearchService, SearchTree
 from adaexplore_mcp.store import Store, dumps, new_id
-from adaexplore_mcp.tasks.format import TaskFormatError, TaskSpec, check_small_shapes, check_static, source_hash
+from adaexplore_mcp.tasks.format import (
+    TaskFormatError, TaskSpec, check_small_shapes, check_static, large_input_warning, probe_failure_advice,
+    source_hash,
+)
 from adaexplore_mcp.tasks.registry import TaskRegistry
 
 Progress = Callable[[float, str], None]
@@ -76,21 +79,39 @@ class App:
         description: str = "",
         origin: str = "user",
     ) -> tuple[TaskInfo, bool]:
-        """Validate, probe in a worker (runs the reference on several seeds), then register."""
+        """Validate, probe in a worker (runs the reference on several seeds), then register.
+
+        A task is (name, source, small_shapes): the same three again return the stored task without
+        running it (created false); the same name with another source or other small_shapes becomes a
+        task of its own, with its own task_id and a warning. Under the CPU interpreter, large inputs
+        without small_shapes get a warning with small_shapes to paste (computed from the source's
+        constants and the probed shapes; the task's code never runs in this process).
+        """
         if not name or not name.strip():
             raise UserError("name must be a non-empty string, e.g. 'fused_gelu'")
         check_static(reference_source, self.settings.max_source_bytes)
         shapes = check_small_shapes(reference_source, small_shapes)
-        known = self.tasks.id_for(name, reference_source)
-        if self.tasks.exists(known):  # seen before: no need to run the reference again
-            return self.tasks.info(known), False
+        on_cpu = self.judge.backend != "cuda"
+
+        def with_size_warning(info: TaskInfo) -> TaskInfo:  # result-time: depends on this server's judge
+            if not on_cpu or shapes:
+                return info
+            warning = large_input_warning(reference_source, [spec.shape for spec in info.inputs])
+            return info.model_copy(update={"warnings": [*info.warnings, warning]}) if warning else info
+
+        known = self.tasks.find(name, reference_source, shapes)
+        if known is not None:  # seen before: no need to run the reference again
+            return with_size_warning(known), False
         spec = TaskSpec(task_id=f"probe-{source_hash(reference_source)}", name=name, source=reference_source,
                         small_shapes=shapes)
         probe = self.judge.probe_task(spec)
         if not probe.ok:
-            raise TaskFormatError(f"the reference does not run: {probe.error}")
-        return self.tasks.register(name, reference_source, probe, origin=origin, small_shapes=shapes,
-                                   description=description)
+            error = f"the reference does not run: {probe.error}"
+            advice = probe_failure_advice(reference_source, probe.error or "") if on_cpu and not shapes else None
+            raise TaskFormatError(f"{error}; {advice}" if advice else error)
+        info, created = self.tasks.register(name, reference_source, probe, origin=origin, small_shapes=shapes,
+                                            description=description)
+        return with_size_warning(info), created
 
     def _register_builtins(self) -> None:
         """Built-ins are this project's own tested code: registered without a probe, once."""

@@ -17,6 +17,11 @@ def _default_home() -> Path:
     return Path(xdg) / "adaexplore-mcp"
 
 
+def _default_cache() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "adaexplore-mcp"
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     return float(raw) if raw not in (None, "") else default
@@ -60,6 +65,11 @@ class Settings:
     workers: int = 1  # CPU-interpreter workers
     workers_per_gpu: int = 1
     limits: JudgeLimits = field(default_factory=JudgeLimits)
+    # Compiled-kernel caches (Triton) shared by runners: outside `home`, which runners never see.
+    cache_dir: Path = field(default_factory=_default_cache)
+    # Runner sandbox: "auto" (namespaces + rlimits where the host allows), "no-pid" (no PID namespace),
+    # or "off" (debugging the judge only: candidates then see the host).
+    sandbox: str = "auto"
 
     @property
     def db_path(self) -> Path:
@@ -88,4 +98,7 @@ class Settings:
             workers=_env_int("ADAEXPLORE_WORKERS", 1),
             workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 1),
             limits=limits,
+            cache_dir=Path(os.environ["ADAEXPLORE_CACHE_DIR"]).expanduser() if os.environ.get("ADAEXPLORE_CACHE_DIR")
+            else _default_cache(),
+            sandbox=os.environ.get("ADAEXPLORE_SANDBOX", "auto"),
         )

@@ -2,7 +2,10 @@
 
 A job runs in a background thread of the server process that accepted it; its status, progress and
 result are rows in the shared database, so any server process on the data directory can answer
-`get_job`. A job whose owning process died is reported `lost` rather than left `running` forever.
+`get_job`. A job whose owning process died is reported `lost` rather than left `running` forever; what it
+held dies with it (a search step it was expanding is free again: its claim belongs to the dead process).
+A job's error says what went wrong like a tool error does: a caller's mistake in its own words, a bug
+with its type and where it happened.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from adaexplore_mcp.errors import NotFound
+from adaexplore_mcp.errors import NotFound, error_message, quote
 from adaexplore_mcp.store import Store, new_id
 
 JobStatus = Literal["queued", "running", "done", "failed", "lost"]
@@ -78,12 +81,19 @@ class JobRunner:
         self._update(job_id, status="running", message="started")
         try:
             result = work(progress)
-        except (ValueError, LookupError) as exc:  # the caller's mistake, reported like a tool error
-            self._update(job_id, status="failed", error=str(exc))
-        except Exception as exc:  # a bug: keep the job honest rather than stuck in 'running'
-            self._update(job_id, status="failed", error=f"internal error: {type(exc).__name__}: {exc}")
+            payload = result.model_dump_json()
+        except Exception as exc:  # a caller's mistake, or a bug: reported like a tool error, never stuck 'running'
+            self._finish(job_id, status="failed", error=error_message(exc))
         else:
-            self._update(job_id, status="done", progress=1.0, message="done", result=result.model_dump_json())
+            self._finish(job_id, status="done", progress=1.0, message="done", result=payload)
+
+    def _finish(self, job_id: str, **fields: Any) -> None:
+        """The final write; if even that fails (say the result cannot be stored), record why instead."""
+        try:
+            self._update(job_id, **fields)
+        except Exception as exc:
+            self._update(job_id, status="failed", error=f"the job finished but its outcome could not be stored: "
+                                                        f"{error_message(exc)}")
 
     def _update(self, job_id: str, **fields: Any) -> None:
         fields["updated_at"] = time.time()
@@ -94,7 +104,7 @@ class JobRunner:
     def get(self, job_id: str) -> Job:
         row = self.store.read_one("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
         if row is None:
-            raise NotFound(f"unknown job_id {job_id!r}; job ids come from submit_* tools")
+            raise NotFound(f"unknown job_id {quote(job_id)}; job ids come from submit_* tools")
         status = row["status"]
         if status in ("queued", "running") and not _pid_alive(row["owner_pid"]):
             status = "lost"
@@ -105,7 +115,9 @@ class JobRunner:
             progress=row["progress"],
             message=row["message"],
             result=json.loads(row["result"]) if row["result"] else None,
-            error=row["error"] if status != "lost" else "the server process running this job stopped; submit again",
+            error=row["error"] if status != "lost" else (
+                "the server process running this job stopped; submit again (a search step it was expanding is "
+                "free again: call next_step for it)"),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
         )

@@ -7,7 +7,7 @@ the ones here cross every boundary.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +41,12 @@ class TaskInfo(BaseModel):
     degenerate: bool = False
     warnings: list[str] = Field(default_factory=list)
     has_small_shapes: bool = False
+    small_shapes: dict[str, int] = Field(
+        default_factory=dict,
+        description="overrides of top-level constants used under the CPU interpreter; tasks sharing a name "
+        "differ here or in source_hash",
+    )
+    source_hash: str = Field(default="", description="hash of the reference source")
     inputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size inputs")
     outputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size outputs")
     description: str = ""
@@ -56,6 +62,8 @@ class TaskProbe(BaseModel):
     degenerate: bool = False
     degenerate_reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    deterministic: bool = True
+    input_elements: int = 0
 
 
 class ErrorDetail(BaseModel):
@@ -91,6 +99,10 @@ class RejectDetail(BaseModel):
         "output_aliases_input",
         "timed_output_mismatch",
         "missing_parameters",
+        "work_not_in_candidate_kernels",
+        "bad_output",
+        "output_reused_across_calls",
+        "events_disagree_with_wall_clock",
     ]
     message: str
 
@@ -114,7 +126,8 @@ class Timing(BaseModel):
 
 
 class PrecisionReport(BaseModel):
-    below_fp32: bool = False
+    below_fp32: bool = Field(default=False, description="computes below the task's own precision (name kept)")
+    task_dtype: str = "float32"
     reasons: list[str] = Field(default_factory=list)
 
 
@@ -136,9 +149,12 @@ class Evaluation(BaseModel):
     timing_unavailable: str | None = None
     error: ErrorDetail | None = None
     mismatch: MismatchDetail | None = None
+    mismatch_same_seed: MismatchDetail | None = Field(default=None, description="when both line-ups mismatched: the "
+                                                      "first mismatch with ModelNew built under the same seed")
     rejected: RejectDetail | None = None
     precision: PrecisionReport = Field(default_factory=PrecisionReport)
-    tolerance: dict[str, float] = Field(default_factory=dict)
+    tolerance: dict[str, float | str] = Field(default_factory=dict, description="atol, rtol, max_rel_norm and the "
+                                              "output dtype they follow")
     trials: int = 0
     shapes: Literal["full", "small"] = "full"
     unconfirmed: list[str] = Field(
@@ -150,6 +166,13 @@ class Evaluation(BaseModel):
     rules: list[RuleRef] = Field(default_factory=list, description="validity rules this failure falls under")
     duration_s: float = 0.0
     device_index: int | None = Field(default=None, description="which GPU ran it (CUDA ordinal on this host)")
+    sandbox: str = Field(default="none", description="isolation the candidate ran under, e.g. 'namespaces+rlimits'")
+    lineup: str | None = Field(default=None, description="how ModelNew's parameters were lined up with Model's: "
+                               "'same_seed' (built under the same seed) or 'copied_by_name' (reference's copied in)")
+    determinism: str | None = Field(default=None, description="the comparison policy when the reference itself is "
+                                    "not deterministic")
+    work: dict[str, Any] | None = Field(default=None, description="where the GPU time went: the share spent in the "
+                                        "candidate's own Triton kernels, and the other kernels by name")
 
     @property
     def correct(self) -> bool:

@@ -1,11 +1,19 @@
 """The `optimize_module` prompt: teaches an assistant the whole loop with this server's tools.
 
 Plain text, no MCP import: server.py registers it (e.g. `mcp.prompt()(optimize_module)`).
+`checked_arguments` validates what a client sends (prompt arguments arrive as strings) and raises
+`UserError` with a readable message; the surface turns it into an invalid-params error.
 """
 
 from __future__ import annotations
 
+import re
+
+from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
+from adaexplore_mcp.errors import UserError, quote
+
 MAX_BUDGET = 500
+_INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 _LOOP = """You are optimizing a PyTorch module by writing Triton kernels. The adaexplore-mcp server is the judge and the \
 search: it checks and times every kernel you write, keeps a tree of candidates, decides which one to grow next and how, \
@@ -49,9 +57,42 @@ single ModelNew. Read the verdict (passed, compile_error, runtime_error, mismatc
 error line or where outputs differ, and the `rules` the failure falls under; fix and evaluate again."""
 
 
+def checked_arguments(module_source: object = "", budget: object = 20,
+                      max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES) -> tuple[str, int]:
+    """The prompt's arguments as a client sends them (strings), validated: (module_source, budget).
+
+    `budget`: a whole number of kernels from 1 to MAX_BUDGET (an int or its decimal string).
+    `module_source`: text of at most `max_source_bytes` UTF-8 bytes. Anything else is a `UserError`.
+    """
+    if module_source is None:
+        module_source = ""
+    if not isinstance(module_source, str):
+        raise UserError(f"module_source must be text (Python source of the module), got {quote(module_source)}")
+    try:
+        size = len(module_source.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise UserError(f"module_source contains a lone surrogate at character {exc.start}, which is not valid "
+                        "Unicode text; send UTF-8 encodable text") from None
+    if size > max_source_bytes:
+        raise UserError(f"module_source is {size} bytes; the limit is {max_source_bytes} bytes: send the module "
+                        "itself (its class and its input sizes), not a whole file of dependencies")
+    if isinstance(budget, str) and _INTEGER.fullmatch(budget):
+        number: object = int(budget)
+    else:
+        number = budget
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_BUDGET:
+        raise UserError(f"budget must be a whole number of kernels to write, from 1 to {MAX_BUDGET} "
+                        f"(e.g. \"20\"), got {quote(budget)}")
+    return module_source, number
+
+
 def optimize_module(module_source: str = "", budget: int = 20) -> str:
     """Optimize a PyTorch module with Triton kernels: the full create_task -> search -> export loop."""
-    budget = max(1, min(int(budget), MAX_BUDGET))
+    try:
+        budget = max(1, min(int(budget), MAX_BUDGET))
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(f"budget must be a whole number of kernels from 1 to {MAX_BUDGET}, "
+                        f"got {quote(budget)}") from None
     parts = [_LOOP.format(budget=budget), _CONTRACT, _ONE_OFF]
     if module_source.strip():
         parts.append(
@@ -66,4 +107,4 @@ def optimize_module(module_source: str = "", budget: int = 20) -> str:
 # The name the brief asks for; the prompt is a function of its arguments.
 OPTIMIZE_MODULE_PROMPT = optimize_module
 
-__all__ = ["OPTIMIZE_MODULE_PROMPT", "optimize_module"]
+__all__ = ["MAX_BUDGET", "OPTIMIZE_MODULE_PROMPT", "checked_arguments", "optimize_module"]

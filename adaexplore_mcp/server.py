@@ -1,8 +1,10 @@
 """The MCP server: an `App` for the server's lifespan plus the vocabulary in `surface/`. Thin by design.
 
 Conventions (see surface/common.py): every tool has a description written for a model; results are
-pydantic models; a caller's mistake becomes a tool error; blocking work runs in a thread and reports
-progress; calls that can outlast a client's timeout have a submit-and-poll twin.
+pydantic models; every tool is registered through `GuardedServer`, so a caller's mistake becomes a tool
+error with its own text and a bug a tool error naming its type and where it happened (never an opaque
+"Error executing tool X"); blocking work runs in a thread and reports progress; calls that can outlast a
+client's timeout have a submit-and-poll twin.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from adaexplore_mcp import __version__
 from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.surface import judge_tools, memory_tools, resources, search_tools
+from adaexplore_mcp.surface.common import GuardedServer
 
 INSTRUCTIONS = """adaexplore-mcp judges and searches Triton kernels for PyTorch modules on this machine's GPU.
 Loop: create_task (KernelBench format) -> start_search -> repeat next_step / expand_node until done ->
@@ -57,7 +60,7 @@ def build_server(settings: Settings | None = None, app: App | None = None) -> MC
             if holder.owned and holder.app is not None:
                 await anyio.to_thread.run_sync(holder.app.close)
 
-    mcp = MCPServer(name="adaexplore-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+    mcp = GuardedServer(name="adaexplore-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
     for part in (judge_tools, search_tools, memory_tools, resources):
         part.register(mcp, holder.get)
     return mcp

@@ -1,8 +1,10 @@
-"""The Judge: the public face of evaluation. Runs nothing of the candidate in this process.
+"""The Judge: the public face of evaluation. Runs nothing of the candidate (or the task) in this process.
 
-`evaluate` takes a free worker (blocking until one is free; thread-safe), hands it file paths, waits
-with a timeout, and turns what came back (a result, silence, or a dead process) into an Evaluation.
-Checks that need no execution (size, syntax, a ModelNew at top level) are answered here directly.
+`evaluate` takes a free worker (fairly among clients; thread-safe), hands it the sources, and turns
+what came back (a result, silence, or a dead process) into an Evaluation. The worker is a referee
+that enforces the evaluation's deadline itself; this process only guards against the referee
+itself hanging. Checks that need no execution (size, syntax, a ModelNew at top level) are answered
+here directly.
 """
 
 from __future__ import annotations
@@ -17,15 +19,18 @@ from typing import Any
 
 from ..config import Settings
 from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
-from ..tasks.format import TaskSpec, top_level_names, write_module_file
+from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
 from .pool import CallResult, Pool, WorkerConfig
+from .runners import describe_status
 
 Progress = Callable[[float, str], None]
 NO_TIMING = ("no GPU: kernels ran under Triton's CPU interpreter (TRITON_INTERPRET=1), "
              "whose speed says nothing about GPU speed")
 DEGENERATE = ("this task is degenerate (a constant or input-independent output would pass): "
               "a pass here says little about correctness")
+# The referee enforces the evaluation's deadline; this much more, and the referee itself is deemed hung.
+REFEREE_MARGIN_S = 60.0
 
 
 def _cuda_available() -> bool:
@@ -55,18 +60,19 @@ class Judge:
         use_cuda = settings.device == "cuda" or (settings.device == "auto" and _cuda_available())
         self._backend: Backend = "cuda" if use_cuda else "cpu-interpreter"
         log_dir = str(settings.home / "logs")
+        common = {"home": str(settings.home), "log_dir": log_dir, "cache_dir": str(settings.cache_dir),
+                  "sandbox": settings.sandbox}
         if use_cuda:
             physical = _visible_gpus()
             indices = device_indices if device_indices is not None else list(range(len(physical)))
             # Several workers per GPU overlap one candidate's compile and checks with another's timing;
             # the per-GPU lock (timing.gpu_lock) still lets only one of them time at once.
             per_gpu = [i for i in indices for _ in range(max(1, settings.workers_per_gpu))]
-            configs = [WorkerConfig(slot=slot, backend="cuda", home=str(settings.home), log_dir=log_dir,
-                                    cuda_visible=physical[i],
+            configs = [WorkerConfig(slot=slot, backend="cuda", **common, cuda_visible=physical[i],
                                     physical_index=int(physical[i]) if physical[i].isdigit() else i)
                        for slot, i in enumerate(per_gpu)]
         else:
-            configs = [WorkerConfig(slot=i, backend="cpu", home=str(settings.home), log_dir=log_dir)
+            configs = [WorkerConfig(slot=i, backend="cpu", **common)
                        for i in range(max(1, settings.workers))]
         self._pool = Pool(configs)
 
@@ -99,8 +105,7 @@ class Judge:
 
     def _task_request(self, task: TaskSpec) -> tuple[dict[str, Any], bool]:
         small = self._backend != "cuda" and bool(task.small_shapes)
-        name, path = write_module_file(self.settings.kernel_dir, "ref", task.source)
-        return {"module": name, "path": str(path), "source": task.source,
+        return {"module": f"ref_{source_hash(task.source)}", "source": task.source, "degenerate": task.degenerate,
                 "shapes": dict(task.small_shapes) if small else {}}, small
 
     def _base(self, task: TaskSpec, small: bool, verdict: Verdict, **fields: Any) -> Evaluation:
@@ -113,7 +118,7 @@ class Judge:
         return ev
 
     def evaluate(self, task: TaskSpec, kernel_source: str, timeout_s: float | None = None,
-                 progress: Progress | None = None) -> Evaluation:
+                 progress: Progress | None = None, client: str | None = None) -> Evaluation:
         """Judge one candidate; every failure of the candidate is a verdict, never an exception."""
         started = time.monotonic()
         report = _safe_progress(progress)
@@ -125,15 +130,15 @@ class Judge:
             ev.duration_s = time.monotonic() - started
             return ev
         task_req, small = self._task_request(task)
-        name, path = write_module_file(self.settings.kernel_dir, "cand", kernel_source)
-        cand = CandidateFile(str(path), kernel_source)
+        name = f"cand_{source_hash(kernel_source)}"
+        cand = CandidateFile(f"/tmp/{name}.py", kernel_source)
         limits = self.settings.limits
-        request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_path": str(path),
-                   "cand_source": kernel_source, "limits": asdict(limits)}
         timeout = self._timeout(timeout_s)
-        with self._pool.lease() as (config, worker):
+        request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_source": kernel_source,
+                   "limits": asdict(limits), "timeout_s": timeout}
+        with self._pool.lease(client) as (config, worker):
             report(0.05, "compiling")
-            call = worker.call(request, timeout, report)
+            call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
             if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
                 worker.discard = True  # the pool kills it and starts a replacement now
             ev = self._interpret(task, small, call, cand, timeout)
@@ -159,10 +164,30 @@ class Judge:
         if "internal_error" in result:
             raise RuntimeError(f"judge worker failed (a bug in the judge):\n{result['internal_error']}")
         result.pop("poisoned", None)
+        gone = result.pop("gone", None)
+        if gone is not None:
+            return self._runner_gone(task, small, gone, cand, timeout, result)
         verdict = Verdict(result.pop("verdict"))
         warnings = result.pop("warnings", [])
         ev = self._base(task, small, verdict, **result)
         ev.warnings.extend(warnings)
+        return ev
+
+    def _runner_gone(self, task: TaskSpec, small: bool, gone: dict, cand: CandidateFile, timeout: float,
+                     result: dict) -> Evaluation:
+        """The candidate's runner missed its deadline or died: the referee killed what was left of it."""
+        log = str(gone.get("log") or "")
+        if gone.get("kind") == "timeout":
+            call = CallResult("timeout", log=log)
+        else:
+            call = CallResult("crashed", exitcode=None, log=log)
+            status = gone.get("status")
+            if isinstance(status, int):
+                call.exitcode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        ev = self._interpret(task, small, call, cand, timeout)
+        ev.sandbox = str(result.get("sandbox", "none"))
+        if gone.get("kind") == "protocol":
+            ev.error.message = f"{gone.get('message')} ({describe_status(gone.get('status'))})"[:400]  # type: ignore[union-attr]
         return ev
 
     # -- tasks ------------------------------------------------------------------------------------
@@ -170,10 +195,11 @@ class Judge:
     def probe_task(self, task: TaskSpec, timeout_s: float | None = None) -> TaskProbe:
         """Run the reference on several seeds in a worker: builds? runs? shapes? degenerate?"""
         task_req, _ = self._task_request(task)
-        request = {"op": "probe", "task": task_req, "limits": asdict(self.settings.limits)}
-        ref = CandidateFile(task_req["path"], task.source)
+        timeout = self._timeout(timeout_s)
+        request = {"op": "probe", "task": task_req, "limits": asdict(self.settings.limits), "timeout_s": timeout}
+        ref = CandidateFile(f"/tmp/{task_req['module']}.py", task.source)
         with self._pool.lease() as (_, worker):
-            call = worker.call(request, self._timeout(timeout_s), None)
+            call = worker.call(request, timeout + REFEREE_MARGIN_S, None)
             if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
                 worker.discard = True
         if call.kind == "timeout":

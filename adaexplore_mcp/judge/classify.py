@@ -12,6 +12,7 @@ Nothing else in the judge inspects exception types or error strings. It knows th
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
@@ -236,13 +237,13 @@ def from_fault_dump(text: str, cand: CandidateFile | None, headline: str, except
     lineno = None
     frames = []
     for m in _FAULT_FRAME.finditer(text):
-        if cand is not None and m.group("path") == cand.path:
+        if cand is not None and Path(m.group("path")).name == Path(cand.path).name:
             frames.append((int(m.group("lineno")), m.group("name")))
     if frames:
         lineno = frames[0][0]
     tail = text[-MAX_EXCERPT:]
     if cand is not None:
-        tail = tail.replace(cand.path, CANDIDATE_NAME)
+        tail = re.sub(r'"[^"]*' + re.escape(Path(cand.path).name) + '"', f'"{CANDIDATE_NAME}"', tail)
     fatal = next((ln.strip() for ln in text.splitlines() if ln.startswith("Fatal Python error")), None)
     return ErrorDetail(
         exception=exception,

@@ -27,12 +27,16 @@ def _wrap(cls: type) -> None:
         return
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
         watched = getattr(_state, "module", None)
-        if watched is not None and not kwargs.get("warmup", False):
-            module, name = _kernel_of(self)
-            if module == watched and name not in _state.names:
-                _state.names.append(name)
+        mine = watched is not None and not kwargs.get("warmup", False) and _kernel_of(self)[0] == watched
+        if mine and getattr(_state, "suppress", False):
+            _state.names.append(_kernel_of(self)[1])
+            return None  # the dependence check: the candidate's kernels do not run at all
+        if mine and getattr(_state, "recorder", None) is not None:
+            _state.recorder(self, args, kwargs)
+        result = original(self, *args, **kwargs)
+        if mine and _kernel_of(self)[1] not in _state.names:
+            _state.names.append(_kernel_of(self)[1])
         return result
 
     setattr(run, _INSTALLED, True)
@@ -51,10 +55,13 @@ def install() -> None:
     _wrap(InterpretedFunction)
 
 
-def begin(module_name: str) -> None:
-    """Start recording launches of kernels defined in `module_name`."""
+def begin(module_name: str, suppress: bool = False, recorder: Any = None) -> None:
+    """Start recording launches of kernels defined in `module_name`; `suppress` skips them instead of
+    running them (to show the output depends on them); `recorder(kernel, args, kwargs)` sees each launch."""
     _state.module = module_name
     _state.names = []
+    _state.suppress = suppress
+    _state.recorder = recorder
 
 
 def end() -> list[str]:
@@ -62,4 +69,6 @@ def end() -> list[str]:
     names = list(getattr(_state, "names", []))
     _state.module = None
     _state.names = []
+    _state.suppress = False
+    _state.recorder = None
     return names

@@ -1,16 +1,17 @@
 """Warm worker processes: spawn, lease, kill, replace. The only place that terminates workers.
 
-One worker per GPU (pinned with CUDA_VISIBLE_DEVICES) or `settings.workers` CPU-interpreter workers.
-A worker that timed out, crashed, reported a poisoned CUDA context, or served RECYCLE_AFTER evaluations
-is replaced at once: the new process starts importing in the background while the caller returns, so
-the next evaluation does not pay the start-up.
+A worker is a referee (worker.py): it never runs candidate code itself, its runners do, so a hostile
+candidate costs only its own runner. One or more workers per GPU (pinned with CUDA_VISIBLE_DEVICES)
+or `settings.workers` CPU-interpreter workers; slots are handed out fairly between clients
+(fair.py), so one client's hanging evaluations cannot hold every other client's behind them.
+A worker that missed its deadline, died, reported an internal error, or served RECYCLE_AFTER
+evaluations is replaced at once: the new process starts in the background while the caller returns.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import signal
 import threading
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .fair import FairSlots
 from .worker import main as worker_main
 
 RECYCLE_AFTER = 200
@@ -40,6 +42,8 @@ class WorkerConfig:
     log_dir: str
     cuda_visible: str = ""
     physical_index: int | None = None
+    cache_dir: str = ""
+    sandbox: str = "auto"
 
 
 @dataclass
@@ -62,7 +66,9 @@ class Worker:
         self.conn, child = ctx.Pipe(duplex=True)
         self.log_path = Path(config.log_dir) / f"worker{config.slot}-{os.getpid()}-{time.time_ns()}.log"
         cfg = {"backend": config.backend, "home": config.home, "log_path": str(self.log_path),
-               "cuda_visible": config.cuda_visible, "physical_index": config.physical_index}
+               "log_dir": config.log_dir, "cache_dir": config.cache_dir or str(Path(config.home) / "cache"),
+               "sandbox": config.sandbox, "cuda_visible": config.cuda_visible,
+               "physical_index": config.physical_index}
         self.proc = ctx.Process(target=worker_main, args=(child, cfg), daemon=True,
                                 name=f"adaexplore-judge-{config.slot}")
         self.proc.start()
@@ -148,7 +154,7 @@ class Pool:
     def __init__(self, configs: list[WorkerConfig]) -> None:
         self._configs = {c.slot: c for c in configs}
         self._workers: dict[int, Worker] = {}
-        self._free: queue.Queue[int] = queue.Queue()
+        self._slots = FairSlots(sorted(self._configs))
         self._lock = threading.Lock()
         self._started = False
         self._closed = False
@@ -160,7 +166,6 @@ class Pool:
             for slot, config in self._configs.items():
                 Path(config.log_dir).mkdir(parents=True, exist_ok=True)
                 self._workers[slot] = Worker(config)
-                self._free.put(slot)
             self._started = True
 
     def wait_ready(self) -> list[dict[str, Any]]:
@@ -168,23 +173,32 @@ class Pool:
         return [w.wait_ready() for w in list(self._workers.values())]
 
     @contextmanager
-    def lease(self) -> Iterator[tuple[WorkerConfig, Worker]]:
-        """A free worker; on exit it goes back, or is replaced if it was marked `discard`."""
+    def lease(self, client: str | None = None) -> Iterator[tuple[WorkerConfig, Worker]]:
+        """A free worker (fairly among clients); on exit it goes back, or is replaced if marked `discard`.
+
+        No `return` in the `finally`: that would swallow the caller's exception (a server stopping
+        mid-evaluation then surfaced as an UnboundLocalError far away)."""
         if self._closed:
             raise WorkerStartError("the judge is closed")
         self.start()
-        slot = self._free.get()
-        worker = self._workers[slot]
-        if not worker.alive() and worker.info is not None:
-            worker = self._replace(slot)
+        slot = self._slots.acquire(client)
+        try:
+            worker = self._workers[slot]
+            if not worker.alive() and worker.info is not None:
+                worker = self._replace(slot)
+        except BaseException:
+            self._slots.release(slot)
+            raise
         try:
             yield self._configs[slot], worker
         finally:
-            if self._closed:
-                return
-            if worker.discard or worker.evals >= RECYCLE_AFTER or not worker.alive():
-                self._replace(slot)
-            self._free.put(slot)
+            try:
+                if not self._closed and (worker.discard or worker.evals >= RECYCLE_AFTER or not worker.alive()):
+                    self._replace(slot)
+            except WorkerStartError:
+                pass  # closed meanwhile: nothing to replace
+            finally:
+                self._slots.release(slot)
 
     def _replace(self, slot: int) -> Worker:
         with self._lock:

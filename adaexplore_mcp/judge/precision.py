@@ -126,3 +126,14 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ("float16", "bfloat16", "fp16", "bf16"):
             add(f"names dtype {node.value!r}", node)
     return reasons, tf32_dot
+
+
+HALF_WORDS = ("float16", "half", "bfloat16", "fp16", "bf16", "tf32", "TF32", "autocast")
+
+
+def relative_to_task(reasons: list[str], task_dtype: str) -> list[str]:
+    """Only computing below the task's own precision counts: a bf16 kernel for a bf16 task is fine
+    (fp8 still is not)."""
+    if task_dtype in ("float32", "float64"):
+        return list(reasons)
+    return [r for r in reasons if "float8" in r or not any(w in r for w in HALF_WORDS)]

@@ -1,40 +1,37 @@
-"""Probing a task's reference in a worker: does it build and run, what are its shapes, is it degenerate?
+"""Probing a task's reference: does it build and run, what are its shapes, is it degenerate, is it
+deterministic? Decided in the referee from outputs the reference runner lends it.
 
-Degenerate (JUDGE.md): a constant tensor (zeros, or the output's mean) would pass the tolerance, or the
-output does not move when the inputs do. On such a task a "pass" says little, so every result says so.
-Under the CPU interpreter with small_shapes, numerics come from the small run and the full-size specs
-from a run on torch's `meta` device (shapes only, no data).
+Degenerate (a constant tensor, zeros or the output's mean, would pass the tolerance, or the output
+does not move when the inputs do): a "pass" there says little, so every result says so.
+Not deterministic (two runs on identical inputs differ: dropout in training mode, atomics): said
+when the task is created, with the comparison policy every result then states.
+Under the CPU interpreter with small_shapes, numerics come from the small run and the full-size
+specs from a run on torch's `meta` device (shapes only, no data), done in the reference's runner.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+import time
 from typing import Any
 
 import torch
 
 from ..config import JudgeLimits
-from ..tasks.format import import_file
+from . import wire
 from .compare import as_tensors, compare
-from .reference import ReferenceFailure, TaskCache, fresh_seed
+from .evaluation import fresh_seed
+from .referee import Referee, ReferenceFailure
 
 SEEDS = 3
+NONDETERMINISTIC = ("the reference is not deterministic: two runs on identical inputs differ (max abs difference "
+                    "{diff:.3g}; dropout in training mode? atomics?). Candidates are compared against one run, so a "
+                    "mismatch near that size may be the reference's own noise")
 
 
 def _specs(values: list[Any]) -> list[dict]:
     return [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
             for v in values if isinstance(v, torch.Tensor)]
-
-
-def meta_specs(task: dict) -> tuple[list[dict], list[dict]]:
-    """Full-size input/output specs without allocating anything (torch meta tensors)."""
-    module = import_file(task["module"] + "_meta", Path(task["path"]))
-    with torch.device("meta"):
-        model = module.Model(*module.get_init_inputs())
-        inputs = list(module.get_inputs())
-        with torch.no_grad():
-            outputs = as_tensors(model(*inputs))
-    return _specs(inputs), _specs(outputs)
 
 
 def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
@@ -58,33 +55,65 @@ def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
     return reasons
 
 
-def probe(req: dict, tasks: TaskCache) -> dict[str, Any]:
+def _max_diff(a: list[Any], b: list[Any]) -> float:
+    worst = 0.0
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel():
+            d = (x.double() - y.double()).abs()
+            d = torch.where(torch.isnan(d), torch.zeros_like(d), d)
+            worst = max(worst, float(d.max()))
+    return worst
+
+
+def probe(referee: Referee, req: dict) -> dict[str, Any]:
     limits = JudgeLimits(**req["limits"])
+    deadline = time.monotonic() + float(req["timeout_s"])
     warnings: list[str] = []
-    try:
-        loaded = tasks.get(req["task"])
-        runs, first_inputs = [], None
-        for _ in range(SEEDS):
-            inputs = tasks.inputs(loaded, fresh_seed())
-            first_inputs = first_inputs if first_inputs is not None else inputs
-            out = as_tensors(tasks.run(loaded, inputs))
-            if not all(isinstance(o, torch.Tensor) for o in out):
-                raise ReferenceFailure("the reference's forward must return a tensor or a tuple/list of tensors, "
-                                       f"got {[type(o).__name__ for o in out]}")
-            runs.append(out)
-    except ReferenceFailure as exc:
-        return {"ok": False, "error": str(exc)}
-    inputs_spec, outputs_spec = _specs(first_inputs or []), _specs(runs[0])
+    for attempt in range(2):
+        try:
+            return _probe(referee, req, limits, deadline, warnings)
+        except ReferenceFailure as exc:
+            if exc.oom and attempt == 0 and referee.evict_all_but(None):
+                warnings.append("the GPU ran out of memory; cached references were released and the probe retried")
+                continue
+            return {"ok": False, "error": str(exc)}
+    return {"ok": False, "error": "unreachable"}
+
+
+def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, warnings: list[str]) -> dict[str, Any]:
+    ref = referee.reference(req["task"], deadline)
+    referee.call_ref(ref, {"op": "build", "seed": fresh_seed()}, deadline, "building the reference")
+    reply, bufs = referee.call_ref(ref, {"op": "make", "seeds": [fresh_seed() for _ in range(SEEDS)], "key": "probe"},
+                                   deadline, "running the reference")
+    sets = [(list(wire.decode_value(s["inputs"], bufs)), as_tensors(wire.decode_value(s["output"], bufs)))
+            for s in reply["sets"]]
+    runs = [o for _, o in sets]
+    if not all(isinstance(o, torch.Tensor) for o in runs[0]):
+        raise ReferenceFailure("the reference's forward must return a tensor or a tuple/list of tensors, "
+                               f"got {[type(o).__name__ for o in runs[0]]}")
+    rerun, rbufs = referee.call_ref(ref, {"op": "rerun", "key": "probe"}, deadline, "running the reference again")
+    again = [as_tensors(wire.decode_value(o, rbufs)) for o in rerun["outputs"]]
+    diff = max(_max_diff(a, b) for a, b in zip(runs, again))
+    deterministic = diff == 0.0
+    if not deterministic:
+        warnings.append(NONDETERMINISTIC.format(diff=diff))
+    inputs_spec, outputs_spec = _specs(sets[0][0]), _specs(runs[0])
     if any(not bool(torch.isfinite(o).all()) for o in runs[0] if o.is_floating_point()):
         warnings.append("the reference output contains NaN or inf on random inputs")
+    reasons = degenerate_reasons(runs, limits)
     if req["task"]["shapes"]:
-        try:
-            inputs_spec, outputs_spec = meta_specs(req["task"])
+        meta, _ = referee.call_ref(ref, {"op": "meta"}, deadline, "computing full-size shapes")
+        if "error" in meta:
+            warnings.append(f"checked at small_shapes; full-size shapes could not be computed on the meta device "
+                            f"({str(meta['error'])[:60]}), so the shapes reported are the small ones")
+        else:
+            inputs_spec, outputs_spec = meta["inputs"], meta["outputs"]
             warnings.append("checked at small_shapes under the CPU interpreter; the shapes reported are the "
                             "full-size ones, computed on torch's meta device")
-        except Exception as exc:  # noqa: BLE001 - some ops lack meta kernels
-            warnings.append(f"checked at small_shapes; full-size shapes could not be computed on the meta device "
-                            f"({type(exc).__name__}), so the shapes reported are the small ones")
-    reasons = degenerate_reasons(runs, limits)
+    del sets, runs, again
+    released, _ = referee.call_ref(ref, {"op": "release"}, deadline, "releasing the reference")
+    referee.account(ref, int(released.get("reserved", 0)))
+    elements = sum(math.prod(s["shape"]) for s in inputs_spec)
     return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(reasons),
-            "degenerate_reasons": reasons, "warnings": warnings}
+            "degenerate_reasons": reasons, "warnings": warnings, "deterministic": deterministic,
+            "input_elements": elements}

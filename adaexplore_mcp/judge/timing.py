@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import math
 import statistics
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -88,7 +87,7 @@ def gpu_lock(home: Path, physical_index: int) -> Iterator[None]:
 
 
 class Bench:
-    """Holds the per-worker L2 flush buffer; `run` times several callables interleaved."""
+    """Holds the runner's L2 flush buffer; `block` times consecutive calls of one callable."""
 
     def __init__(self) -> None:
         import torch
@@ -96,55 +95,20 @@ class Bench:
         self._torch = torch
         self._flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
-    def run(self, fns: Sequence[Callable[[], Any]], limits: JudgeLimits) -> list[list[float]]:
-        """Per-callable lists of per-call milliseconds."""
+    def block(self, call: Callable[[int], Any], calls: int, warmup: int) -> tuple[list[float], list[Any]]:
+        """Per-call milliseconds (CUDA events, L2 flushed before each call, no host sync between calls,
+        one device-wide synchronize at the end) and every call's output, kept for the referee to check."""
         torch = self._torch
-        for fn in fns:  # first calls: compile, autotune, allocate
-            fn()
+        for i in range(warmup):
+            call(i)
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        outs = []
         torch.cuda.synchronize()
-        est = self._estimate(fns)
-        warmup, reps = plan_reps(sum(est), limits)
-        for _ in range(warmup):
-            for fn in fns:
-                fn()
-        starts = [[torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in fns]
-        ends = [[torch.cuda.Event(enable_timing=True) for _ in range(reps)] for _ in fns]
+        for i in range(calls):
+            self._flush.zero_()
+            starts[i].record()
+            outs.append(call(i))
+            ends[i].record()
         torch.cuda.synchronize()
-        for i in range(reps):
-            for k, fn in enumerate(fns):
-                self._flush.zero_()
-                starts[k][i].record()
-                fn()
-                ends[k][i].record()
-        torch.cuda.synchronize()
-        return [[s.elapsed_time(e) for s, e in zip(starts[k], ends[k])] for k in range(len(fns))]
-
-    def synced(self, fns: Sequence[Callable[[], Any]], calls: int = SYNC_CHECK_CALLS) -> list[float]:
-        """Median host milliseconds of `fn(); torch.cuda.synchronize()` (whole device), per callable."""
-        torch = self._torch
-        out = []
-        for fn in fns:
-            samples = []
-            for _ in range(calls):
-                self._flush.zero_()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                torch.cuda.synchronize()
-                samples.append((time.perf_counter() - t0) * 1e3)
-            out.append(statistics.median(samples))
-        return out
-
-    def _estimate(self, fns: Sequence[Callable[[], Any]]) -> list[float]:
-        torch = self._torch
-        out = []
-        for fn in fns:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(ESTIMATE_CALLS):
-                self._flush.zero_()
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            out.append(start.elapsed_time(end) / ESTIMATE_CALLS)
-        return out
+        return [s.elapsed_time(e) for s, e in zip(starts, ends)], outs

@@ -5,6 +5,9 @@ nodes:    one row per node with its statistics N/W/M: small rows, so backpropaga
           and loading a whole tree touch few pages
 node_payloads: the node's kernel source and full evaluation (kilobytes), read only for the nodes shown
 steps:    every step handed out: pending -> claimed (being evaluated) -> done; at most one open per search
+step_claims: who holds a claimed step (pid, process start time, host): a claim whose process is gone is
+          free at once, not only after the claim timeout (migration 4, a table of its own so that it never
+          depends on the order in which migrations are applied)
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 
+from adaexplore_mcp.search.owner import ProcessIdentity, current
 from adaexplore_mcp.search.tree import Tree, TreeNode
 from adaexplore_mcp.store import Store
 
@@ -78,6 +82,20 @@ CREATE INDEX steps_by_search ON steps(search_id, status);
 CREATE UNIQUE INDEX steps_one_open ON steps(search_id) WHERE status IN ('pending', 'claimed')
 """
 
+# The owner of a claim. One row per claimed step, keyed by step and token; removed when the claim ends.
+CLAIMS_MIGRATION_VERSION = 4
+CLAIMS_MIGRATION_SQL = """
+CREATE TABLE IF NOT EXISTS step_claims (
+    step_id TEXT PRIMARY KEY,
+    claim_token TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_start INTEGER,
+    owner_host TEXT NOT NULL DEFAULT '',
+    owner_boot TEXT NOT NULL DEFAULT '',
+    claimed_at REAL NOT NULL
+)
+"""
+
 _TREE_COLUMNS = "node_id, parent_id, kind, depth, verdict, speedup, reward, visits, total_reward, max_reward"
 
 
@@ -85,6 +103,7 @@ def register() -> None:
     from adaexplore_mcp.store import register_migration
 
     register_migration(MIGRATION_VERSION, MIGRATION_SQL)
+    register_migration(CLAIMS_MIGRATION_VERSION, CLAIMS_MIGRATION_SQL)
 
 
 # -- searches --------------------------------------------------------------------------------------
@@ -191,6 +210,7 @@ def finish_step(tx: sqlite3.Connection, search_id: str, step_id: str, node_id: i
     """Mark the step done, count it, bump the version; returns the new version."""
     tx.execute("UPDATE steps SET status = 'done', node_id = ?, claim_token = NULL WHERE step_id = ?",
                (node_id, step_id))
+    tx.execute("DELETE FROM step_claims WHERE step_id = ?", (step_id,))
     tx.execute(
         "UPDATE searches SET steps_used = steps_used + 1, version = version + 1, best_node_id = ?,"
         " best_speedup = ?, updated_at = ? WHERE search_id = ?",
@@ -201,14 +221,21 @@ def finish_step(tx: sqlite3.Connection, search_id: str, step_id: str, node_id: i
 
 # -- steps -----------------------------------------------------------------------------------------
 
+# A step with its claim's owner (NULL owner columns: not claimed, or claimed by a server without migration 4).
+_STEP_SELECT = (
+    "SELECT s.*, c.owner_pid, c.owner_start, c.owner_host, c.owner_boot FROM steps s"
+    " LEFT JOIN step_claims c ON c.step_id = s.step_id AND c.claim_token = s.claim_token"
+)
+
+
 def open_step(conn: sqlite3.Connection, search_id: str) -> sqlite3.Row | None:
     return conn.execute(
-        "SELECT * FROM steps WHERE search_id = ? AND status IN ('pending', 'claimed')", (search_id,)
+        f"{_STEP_SELECT} WHERE s.search_id = ? AND s.status IN ('pending', 'claimed')", (search_id,)
     ).fetchone()
 
 
 def step_row(conn: sqlite3.Connection, step_id: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT * FROM steps WHERE step_id = ?", (step_id,)).fetchone()
+    return conn.execute(f"{_STEP_SELECT} WHERE s.step_id = ?", (step_id,)).fetchone()
 
 
 def insert_step(tx: sqlite3.Connection, step_id: str, search_id: str, counter: int, parent_id: int, kind: str,
@@ -220,12 +247,22 @@ def insert_step(tx: sqlite3.Connection, step_id: str, search_id: str, counter: i
     )
 
 
-def claim_step(tx: sqlite3.Connection, step_id: str, token: str) -> bool:
+def claim_step(tx: sqlite3.Connection, step_id: str, token: str, owner: ProcessIdentity | None = None) -> bool:
+    """pending -> claimed by `owner` (this process by default); False when the step is not pending."""
+    owner = owner or current()
+    now = time.time()
     cur = tx.execute(
         "UPDATE steps SET status = 'claimed', claim_token = ?, claimed_at = ? WHERE step_id = ? AND status = 'pending'",
-        (token, time.time(), step_id),
+        (token, now, step_id),
     )
-    return cur.rowcount == 1
+    if cur.rowcount != 1:
+        return False
+    tx.execute(
+        "INSERT OR REPLACE INTO step_claims (step_id, claim_token, owner_pid, owner_start, owner_host, owner_boot,"
+        " claimed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (step_id, token, owner.pid, owner.start, owner.host, owner.boot, now),
+    )
+    return True
 
 
 def release_step(tx: sqlite3.Connection, step_id: str, token: str | None = None) -> bool:
@@ -235,7 +272,10 @@ def release_step(tx: sqlite3.Connection, step_id: str, token: str | None = None)
     if token is not None:
         sql += " AND claim_token = ?"
         params = (step_id, token)
-    return tx.execute(sql, params).rowcount == 1
+    released = tx.execute(sql, params).rowcount == 1
+    if released:
+        tx.execute("DELETE FROM step_claims WHERE step_id = ?", (step_id,))
+    return released
 
 
 def holds_claim(tx: sqlite3.Connection, step_id: str, token: str) -> bool:

@@ -5,7 +5,10 @@ Everything lives in the database (searches, nodes, steps); the in-memory tree is
 the search's version counter, so a restarted server or a second process resumes exactly. Each mutation
 is one short `store.write()` transaction; evaluation runs outside any transaction, under a claim on the
 step (claimed in a transaction first, released if the evaluation raises), so two concurrent
-`expand_node` calls on one step cannot both win.
+`expand_node` calls on one step cannot both win. A claim belongs to a live process: one whose owner is
+gone (the server was killed mid-evaluation, or its pid now names another process) is free at once at
+next_step, expand_node and get_search; the claim timeout stays as a backstop for owners this process
+cannot check (another host or container, a claim from before migration 4).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pydantic import ValidationError
 
 from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
-from adaexplore_mcp.errors import NotFound, UserError
+from adaexplore_mcp.errors import INT64_MAX, INT64_MIN, NotFound, UserError, clip, printable, quote
 from adaexplore_mcp.models import Evaluation, RuleRef, TaskInfo
 from adaexplore_mcp.search import brief as B
+from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
 from adaexplore_mcp.search.edits import apply_edits
 from adaexplore_mcp.search.memory_pool import working_memory
@@ -38,7 +42,8 @@ Evaluate = Callable[[str, str, "Progress | None"], Evaluation]  # (task_id, kern
 TaskLookup = Callable[[str], "TaskInfo | None"]
 RulesProvider = Callable[[str], Sequence[RuleRef]]
 
-CLAIM_TIMEOUT_S = 1800.0  # a claim older than this (its process died mid-evaluation) can be taken over
+# A claim older than this can be taken over even when its owner cannot be checked (another host or container).
+CLAIM_TIMEOUT_S = 1800.0
 MAX_NOTE_CHARS = 300
 TREE_SOURCE_CHARS = 60_000  # all kernel sources in one get_search result (~15k tokens)
 
@@ -49,7 +54,9 @@ class SearchService:
                  gpu: str | None = None, max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
                  claim_timeout_s: float = CLAIM_TIMEOUT_S) -> None:
         self.store = store
-        if store.read_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'searches'") is None:
+        tables = {r[0] for r in store.read("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                             " AND name IN ('searches', 'step_claims')")}
+        if len(tables) < 2:
             store.migrate()  # the Store was opened before this package registered its tables
         self._evaluate = evaluate
         self._task_lookup = task_lookup
@@ -66,11 +73,13 @@ class SearchService:
                      **constants: float) -> str:
         """Create a search; every SEARCH.md constant may be overridden by name (see SearchParams)."""
         if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
-            raise UserError(f"budget must be an integer number of steps from 1 to {MAX_BUDGET}, got {budget!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise UserError(f"seed must be an integer, got {seed!r}")
+            raise UserError(f"budget must be an integer number of steps from 1 to {MAX_BUDGET}, got {quote(budget)}")
+        # The seed is stored as given (so a search reports the seed it was started with): it must fit SQLite's
+        # 64-bit INTEGER; it is not reduced modulo 2**63, which would make two different seeds one search.
+        if isinstance(seed, bool) or not isinstance(seed, int) or not INT64_MIN <= seed <= INT64_MAX:
+            raise UserError(f"seed must be an integer from {INT64_MIN} to {INT64_MAX}, got {quote(seed)}")
         if strategy not in STRATEGIES:
-            raise UserError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+            raise UserError(f"unknown strategy {quote(strategy)}; choose one of {', '.join(STRATEGIES)}")
         try:
             params = SearchParams(**constants)
         except ValidationError as exc:
@@ -78,7 +87,7 @@ class SearchService:
             raise UserError(f"bad search constants ({problems}); the constants are: "
                             f"{', '.join(SearchParams.model_fields)}") from None
         if self._lookup_task(task_id) is None:
-            raise NotFound(f"unknown task_id {task_id!r}: create the task first or pick one from the task list")
+            raise NotFound(f"unknown task_id {quote(task_id)}: create the task first or pick one from the task list")
         search_id = new_id("srch")
         with self.store.write() as tx:
             R.insert_search(tx, search_id, task_id, strategy, budget, seed, params.model_dump_json())
@@ -103,13 +112,29 @@ class SearchService:
             return self._brief(row, step, tree)
 
     def _open_step(self, search_id: str):
-        """The open step; a claim older than claim_timeout_s (its process died) is released first."""
+        """The open step; a stale claim on it (its owner is gone, or it timed out) is released first."""
         step = R.open_step(self._conn(), search_id)
-        if step is not None and step["status"] == "claimed" and time.time() - step["claimed_at"] > self.claim_timeout_s:
-            with self.store.write() as tx:
-                R.release_step(tx, step["step_id"], step["claim_token"])
+        if step is not None and self._release_if_stale(step):
             step = R.open_step(self._conn(), search_id)
         return step
+
+    def claim_is_stale(self, step) -> bool:
+        """A claim is free when its owner process is gone (or its pid was reused), or, whoever owns it, when
+        it is older than claim_timeout_s (the backstop for owners this process cannot check)."""
+        if step["status"] != "claimed":
+            return False
+        claimed_at = step["claimed_at"]
+        if claimed_at is None or time.time() - claimed_at > self.claim_timeout_s:
+            return True
+        return O.is_alive(step["owner_pid"], step["owner_start"], step["owner_host"], step["owner_boot"]) is False
+
+    def _release_if_stale(self, step) -> bool:
+        """Release the step's claim when it is stale; True when it was released (by this call or another)."""
+        if not self.claim_is_stale(step):
+            return False
+        with self.store.write() as tx:
+            R.release_step(tx, step["step_id"], step["claim_token"])  # only that claim: a fresh one stays
+        return True
 
     def _new_step(self, search_id: str):
         conn = self._conn()
@@ -203,9 +228,12 @@ class SearchService:
     def _usable_step(self, search_id: str, step_id: str):
         step = R.step_row(self._conn(), step_id)
         if step is None:
-            raise NotFound(f"unknown step_id {step_id!r}; call next_step({search_id!r}) for the current step")
+            raise NotFound(f"unknown step_id {quote(step_id)}; call next_step({quote(search_id)}) for the current "
+                           "step")
+        if self._release_if_stale(step):  # claimed by a server that stopped mid-evaluation: free again
+            step = R.step_row(self._conn(), step_id)
         if step["search_id"] != search_id:
-            raise UserError(f"step {step_id} belongs to search {step['search_id']}, not {search_id}")
+            raise UserError(f"step {step_id} belongs to search {step['search_id']}, not {clip(printable(search_id))}")
         if step["status"] == "done":
             raise UserError(f"step {step_id} was already used (it made node {step['node_id']}); "
                             "a step id is used once: call next_step for a new one")
@@ -290,11 +318,12 @@ class SearchService:
                           params=SearchParams.model_validate_json(row["params"]), nodes=nodes, best_curve=curve)
 
     def summary(self, search_id: str) -> SearchSummary:
-        """One search's summary without loading its nodes; NotFound for an unknown id. Reads only."""
+        """One search's summary without loading its nodes; NotFound for an unknown id. Reads only (but releases
+        a stale claim, as get_search does): it never opens a step."""
         return self._summary_of(self._search_row(search_id))
 
     def _summary_of(self, row) -> SearchSummary:
-        open_step = R.open_step(self._conn(), row["search_id"])
+        open_step = self._open_step(row["search_id"])  # a stale claim is released, nothing is opened
         return self._summary(row, open_step["step_id"] if open_step else None)
 
     @staticmethod
@@ -340,7 +369,7 @@ class SearchService:
     def _search_row(self, search_id: str):
         row = R.search_row(self._conn(), search_id)
         if row is None:
-            raise NotFound(f"unknown search_id {search_id!r}; list_searches shows the existing ones")
+            raise NotFound(f"unknown search_id {quote(search_id)}; list_searches shows the existing ones")
         return row
 
     def _lookup_task(self, task_id: str) -> TaskInfo | None:

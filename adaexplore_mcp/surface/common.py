@@ -1,23 +1,42 @@
-"""Helpers shared by the tool modules: error translation and blocking calls with progress."""
+"""Helpers shared by the tool modules: the guarded server, error translation and blocking calls with progress.
+
+Errors: every tool is registered through `GuardedServer.add_tool`, which wraps it in `guard_tool`: its
+arguments are checked once (`check_arguments`) and any exception becomes a tool error (`tool_errors`). A
+caller's mistake keeps its own text; a bug says `internal error in <file>:<function> (line N): <Type>:
+<message>`, never just "Error executing tool X". Resources and the prompt translate the same way.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
-from pydantic import ValidationError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError, ResourceNotFoundError, ToolError, UnexpectedResourceError, UnexpectedToolError,
+)
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
+from pydantic import BaseModel
 
 from adaexplore_mcp.app import App
+from adaexplore_mcp.errors import (
+    UserError, describe, int64_problem, internal_error_message, is_user_error, quote, safe_str, shorten_quotes,
+    user_message,
+)
 from adaexplore_mcp.judge import WorkerStartError
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger("adaexplore_mcp")
 
 # Hints clients use to decide what needs the user's confirmation. Everything here is local (no open world);
 # nothing deletes data (retiring a rule keeps it and its history).
@@ -27,30 +46,146 @@ ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempot
 GetApp = Callable[[], App]
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a tool's arguments (nested in lists, dicts and models too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, BaseModel) and not isinstance(value, Context):
+        for name in type(value).model_fields:
+            yield from _strings(getattr(value, name, None))
+
+
+def check_arguments(arguments: dict[str, Any]) -> None:
+    """Reject what no part could store or send: integers beyond SQLite's 64-bit range and text with lone
+    surrogates (not encodable as UTF-8). Checked once here for every argument of every tool."""
+    for name, value in arguments.items():
+        if not isinstance(value, Context):
+            _check(name, value)
+
+
+def _check(path: str, value: Any) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int):
+        if (problem := int64_problem(value)) is not None:
+            raise UserError(f"{path} {problem}")
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UserError(f"{path} contains a lone surrogate (U+{ord(value[exc.start]):04X}) at character "
+                            f"{exc.start}, which is not valid Unicode text; send UTF-8 encodable text") from None
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check(f"{path}[{i}]", item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check(f"{path} key", key)
+            _check(f"{path}[{quote(key, 60)}]", item)
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            _check(f"{path}.{name}", getattr(value, name, None))
+
+
 @contextmanager
-def tool_errors() -> Iterator[None]:
-    """A caller's mistake (UserError, ValueError, LookupError) becomes a tool error the model reads."""
+def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
+    """Any exception becomes a tool error the model can read and act on.
+
+    A caller's mistake (UserError, a plain ValueError) keeps its own text; anything else is a bug in this
+    server, reported as `internal error in <file>:<function> (line N): <Type>: <message>` and logged with
+    its traceback. Long arguments the message quotes whole are cut to their first 300 characters.
+    """
     try:
         yield
-    except ValidationError:
-        raise  # our own models rejecting our own data is a bug, not the caller's mistake
+    except (ToolError, ResourceError, MCPError):
+        raise  # already a deliberate tool error (or a protocol error)
     except WorkerStartError as exc:  # the environment, not the caller: say so instead of a bare crash
-        raise ToolError(f"the judge could not start a worker process: {exc}") from exc
-    except (ValueError, LookupError) as exc:
-        raise ToolError(_message(exc)) from exc
+        raise ToolError(f"the judge could not start a worker process: {safe_str(exc)}") from exc
+    except Exception as exc:
+        if is_user_error(exc):
+            message = user_message(exc)
+        else:
+            logger.error("internal error in a tool: %s", describe(exc), exc_info=exc)
+            message = internal_error_message(exc)
+        raise ToolError(shorten_quotes(message, _strings(list(inputs)))) from exc
 
 
-def _message(exc: BaseException) -> str:
-    """The exception's own text (a KeyError's str() would wrap it in quotes)."""
-    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+def guard_tool(fn: F) -> F:
+    """`fn` with its arguments checked (`check_arguments`) and every exception made a readable tool error.
+
+    Same signature, name and docstring (the SDK reads them through `__wrapped__`), same sync/async kind.
+    """
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def guarded_async(**kwargs: Any) -> Any:
+            with tool_errors(kwargs.values()):
+                check_arguments(kwargs)
+                return await fn(**kwargs)
+
+        return guarded_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def guarded(**kwargs: Any) -> Any:
+        with tool_errors(kwargs.values()):
+            check_arguments(kwargs)
+            return fn(**kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
+class GuardedServer(MCPServer):
+    """The MCP server with every tool guarded: the one place tools are registered (`add_tool`, which the
+    `@mcp.tool()` decorator calls) wraps them in `guard_tool`, so no tool ever answers only "Error executing
+    tool X". `call_tool` covers what happens outside a tool's body (its result failing output conversion)."""
+
+    def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().add_tool(guard_tool(fn), *args, **kwargs)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            cause: BaseException = exc
+            while isinstance(cause, (UnexpectedToolError, UnexpectedResourceError)) and cause.__cause__:
+                cause = cause.__cause__
+            logger.error("internal error in tool %s: %s", safe_str(name), describe(cause), exc_info=cause)
+            message = shorten_quotes(internal_error_message(cause), _strings(arguments))
+            raise ToolError(f"Error executing tool {safe_str(name)}: {message}") from cause
 
 
 @contextmanager
 def resource_errors() -> Iterator[None]:
+    """A caller's mistake is 'not found' with its text; a bug is a resource error naming its type and place."""
     try:
         yield
-    except (ValueError, LookupError) as exc:
-        raise ResourceNotFoundError(_message(exc)) from exc
+    except (ResourceError, MCPError):
+        raise
+    except Exception as exc:
+        if is_user_error(exc):
+            raise ResourceNotFoundError(user_message(exc)) from exc
+        logger.error("internal error in a resource: %s", describe(exc), exc_info=exc)
+        raise ResourceError(internal_error_message(exc)) from exc
+
+
+@contextmanager
+def prompt_errors() -> Iterator[None]:
+    """A bad prompt argument is an invalid-params error with its text (not "Internal server error")."""
+    try:
+        yield
+    except MCPError:
+        raise
+    except Exception as exc:
+        if is_user_error(exc):
+            raise MCPError(code=INVALID_PARAMS, message=user_message(exc)) from exc
+        logger.error("internal error in a prompt: %s", describe(exc), exc_info=exc)
+        raise MCPError(code=INTERNAL_ERROR, message=internal_error_message(exc)) from exc
 
 
 async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -64,8 +199,4 @@ async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **
         except Exception:  # a client that went away must not fail the work
             pass
 
-    def call() -> T:
-        with tool_errors():
-            return fn(*args, progress=progress, **kwargs)
-
-    return await anyio.to_thread.run_sync(call)
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, progress=progress, **kwargs))

@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
-from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
 forward signature and parameter names as the task's Model) whose work is done by @triton.jit kernels. It runs
@@ -66,15 +66,13 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         'done' (its `result` is the evaluation) or 'failed'. Use it when your client times out calls after
         ~60 s, e.g. under the CPU interpreter or with a long timeout_s."""
         app = get_app()
-        with tool_errors():
-            app.tasks.spec(task_id)  # fail now, not in the background, on an unknown task
-            return app.jobs.submit(
-                "evaluate", lambda progress: app.evaluate_kernel(task_id, kernel_source, timeout_s, progress)
-            )
+        app.tasks.spec(task_id)  # fail now, not in the background, on an unknown task
+        return app.jobs.submit(
+            "evaluate", lambda progress: app.evaluate_kernel(task_id, kernel_source, timeout_s, progress)
+        )
 
     @mcp.tool(annotations=READ_ONLY)
     def get_job(job_id: str) -> Job:
         """Status of a submitted job: queued, running (with progress and message), done (with `result`),
         failed (with `error`) or lost (its server process stopped; submit again). Cheap; poll every few seconds."""
-        with tool_errors():
-            return get_app().jobs.get(job_id)
+        return get_app().jobs.get(job_id)

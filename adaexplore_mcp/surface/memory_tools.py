@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.memory.types import ClusterList, RuleInfo, SkillQuery
 from adaexplore_mcp.models import TaskList
-from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
@@ -17,43 +17,37 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         """Search the validity rules learnt from failed kernels (shared by every session on this machine):
         active rules first, then the most relevant to `text` (e.g. an error message or 'tl.dot') or to a
         task's ops, then the most frequent. Each rule has rule_id, text, count and provenance. Cheap."""
-        with tool_errors():
-            return get_app().memory.query_skills(text, task_id, limit)
+        return get_app().memory.query_skills(text, task_id, limit)
 
     @mcp.tool(annotations=READ_ONLY)
     def failure_clusters(ripe_only: bool = True) -> ClusterList:
         """Recurring failures grouped by normalized error signature. A ripe cluster (3+ failures from 2+ tasks,
         no rule yet) is waiting for you to write its rule with add_rule: read its examples (error line plus
         offending source line) and state the rule in one sentence. Cheap."""
-        with tool_errors():
-            return get_app().memory.failure_clusters(ripe_only)
+        return get_app().memory.failure_clusters(ripe_only)
 
     @mcp.tool(annotations=ADDITIVE)
     def add_rule(cluster_id: str, text: str) -> RuleInfo:
         """Write the validity rule for a failure cluster: one sentence starting 'You cannot ...' or 'Always ...'
         (at most 300 characters), general enough to hold for any kernel and task. It is shown in every later
         search brief and named in every evaluation whose failure falls in the cluster."""
-        with tool_errors():
-            return get_app().memory.add_rule(cluster_id, text)
+        return get_app().memory.add_rule(cluster_id, text)
 
     @mcp.tool(annotations=ADDITIVE)
     def update_rule(rule_id: str, text: str, reason: str) -> RuleInfo:
         """Reword a rule; the old text and your reason are kept in its history."""
-        with tool_errors():
-            return get_app().memory.update_rule(rule_id, text, reason)
+        return get_app().memory.update_rule(rule_id, text, reason)
 
     @mcp.tool(annotations=IDEMPOTENT)
     def retire_rule(rule_id: str, reason: str) -> RuleInfo:
         """Stop showing a rule (wrong, obsolete or over-specific); it and its history are kept."""
-        with tool_errors():
-            return get_app().memory.retire_rule(rule_id, reason)
+        return get_app().memory.retire_rule(rule_id, reason)
 
     @mcp.tool(annotations=ADDITIVE)
     def merge_rules(rule_ids: list[str], text: str, reason: str) -> RuleInfo:
         """Replace several rules that say the same thing with one new rule covering all their clusters; the
         old ones are retired with a pointer to the new one."""
-        with tool_errors():
-            return get_app().memory.merge_rules(rule_ids, text, reason)
+        return get_app().memory.merge_rules(rule_ids, text, reason)
 
     @mcp.tool(annotations=ADDITIVE)
     async def synthesize_tasks(count: int, seed: int = 0, ctx: Context | None = None) -> TaskList:
@@ -67,6 +61,5 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     def submit_synthesis(count: int, seed: int = 0) -> Job:
         """synthesize_tasks in the background: returns a job_id; poll get_job until 'done'."""
         app = get_app()
-        with tool_errors():
-            return app.jobs.submit("synthesize", lambda progress: TaskList(
-                tasks=app.synthesize_tasks(count, seed, progress)))
+        return app.jobs.submit("synthesize", lambda progress: TaskList(
+            tasks=app.synthesize_tasks(count, seed, progress)))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server import MCPServer
 from mcp.types import Completion, CompletionArgument
+from pydantic import Field
 
-from adaexplore_mcp.prompts import optimize_module
-from adaexplore_mcp.surface.common import GetApp, resource_errors
+from adaexplore_mcp.errors import NotFound, quote
+from adaexplore_mcp.prompts import MAX_BUDGET, checked_arguments, optimize_module
+from adaexplore_mcp.surface.common import GetApp, prompt_errors, resource_errors
 
 
 MAX_COMPLETIONS = 100  # the protocol's limit per completion response
@@ -30,8 +34,10 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     def node_kernel(search_id: str, node_id: str) -> str:
         """The full kernel source of one node of a search."""
         with resource_errors():
-            if not node_id.isdigit():
-                raise ValueError(f"node_id must be an integer, got {node_id!r}")
+            if not (node_id.isascii() and node_id.isdigit()):
+                raise NotFound(f"node_id must be a whole number (a node of the search's tree), got {quote(node_id)}")
+            if len(node_id) > 18:
+                raise NotFound(f"search {quote(search_id)} has no node {quote(node_id, 40)}")
             return get_app().search.node_kernel(search_id, int(node_id))
 
     @mcp.resource("adaexplore://searches/{search_id}/tree", mime_type="application/json")
@@ -63,7 +69,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.resource("adaexplore://rules", mime_type="text/markdown")
     def rules() -> str:
         """The whole rule memory as Markdown."""
-        return rules_markdown(get_app().memory.query_skills(limit=1000).rules)
+        with resource_errors():
+            return rules_markdown(get_app().memory.query_skills(limit=1000).rules)
 
     @mcp.completion()
     async def complete(ref: object, argument: CompletionArgument, context: object) -> Completion | None:
@@ -79,5 +86,15 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches),
                           has_more=len(matches) > MAX_COMPLETIONS)
 
+    def optimize_module_prompt(
+        module_source: Annotated[str, Field(description="the PyTorch module to optimize (Python source); optional")]
+        = "",
+        budget: Annotated[str | int, Field(description=f"kernels to write in the search, 1 to {MAX_BUDGET}")] = 20,
+    ) -> str:
+        """A bad argument is an invalid-params error that says what to send, not "Internal server error"."""
+        with prompt_errors():
+            source, steps = checked_arguments(module_source, budget, get_app().settings.max_source_bytes)
+            return optimize_module(source, steps)
+
     mcp.prompt(name="optimize_module", description="Optimize a PyTorch module with Triton kernels: the full "
-               "create_task -> search -> export loop with this server.")(optimize_module)
+               "create_task -> search -> export loop with this server.")(optimize_module_prompt)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import ExportedKernel, SearchReport
 from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
-from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking, tool_errors
+from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 
 class StartedSearch(BaseModel):
@@ -44,8 +44,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent fresh kernels).
         `seed` makes the server's choices replayable. Cheap. Then loop: next_step -> expand_node."""
         app = get_app()
-        with tool_errors():
-            search_id = app.search.start_search(task_id, budget, seed, strategy)
+        search_id = app.search.start_search(task_id, budget, seed, strategy)
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
 
@@ -56,8 +55,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         `pool` of the best kernels of other branches), `rules` every kernel must respect, the task, instructions
         and steps_left. Calling it again before expand_node returns the same step. When the budget is spent,
         `done` is true and the brief names the best node. Cheap."""
-        with tool_errors():
-            return get_app().search.next_step(search_id)
+        return get_app().search.next_step(search_id)
 
     async def expand_node(
         search_id: str,
@@ -79,41 +77,36 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         """Same as expand_node but returns a job_id at once; poll get_job(job_id) until 'done' (its result is the
         expand_node result). For clients that time out calls after ~60 s (e.g. CPU interpreter runs)."""
         app = get_app()
-        with tool_errors():
-            app.search.summary(search_id)  # unknown searches fail now, not in the background
-            return app.jobs.submit(
-                "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
-                                                                  progress=progress)
-            )
+        app.search.summary(search_id)  # unknown searches fail now, not in the background
+        return app.jobs.submit(
+            "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
+                                                              progress=progress)
+        )
 
     @mcp.tool(annotations=READ_ONLY)
     def get_search(search_id: str, include_sources: bool = False) -> SearchTree:
         """The whole tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
         best-speedup curve over steps, and the search's constants. Kernel sources only with include_sources
         (large: prefer the resource adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
-        with tool_errors():
-            return get_app().search.get_search(search_id, include_sources)
+        return get_app().search.get_search(search_id, include_sources)
 
     @mcp.tool(annotations=READ_ONLY)
     def best_kernel(search_id: str) -> BestKernel:
         """The best correct kernel of a search (highest speedup over the whole tree) with its source and
         evaluation. A tool error when no node is correct yet. Cheap."""
-        with tool_errors():
-            return get_app().search.best_kernel(search_id)
+        return get_app().search.best_kernel(search_id)
 
     @mcp.tool(annotations=READ_ONLY)
     def list_searches(task_id: str | None = None) -> SearchList:
         """All searches (optionally of one task): strategy, budget, steps used and left, best speedup. Cheap."""
-        with tool_errors():
-            return SearchList(searches=get_app().search.list_searches(task_id))
+        return SearchList(searches=get_app().search.list_searches(task_id))
 
     @mcp.tool(annotations=IDEMPOTENT)
     def export_kernel(search_id: str) -> ExportedKernel:
         """Write the best kernel of a search as a standalone KernelBench-format file (the task's reference,
         get_inputs, get_init_inputs and your ModelNew, with a header giving the speedup and GPU) and return its
         path and text. Cheap."""
-        with tool_errors():
-            return get_app().export_kernel(search_id)
+        return get_app().export_kernel(search_id)
 
     @mcp.tool(annotations=IDEMPOTENT)
     async def search_report(search_id: str, ctx: Context | None = None) -> SearchReport:

@@ -1,0 +1,318 @@
+"""One evaluation, decided in the referee: build, check over fresh trials, show the work is the
+candidate's own, then (on a GPU) time. Stops at the first "no".
+
+Where things happen: the reference runner draws each trial's inputs and computes the reference's
+outputs; the referee copies the inputs into memory it owns and lends them to the candidate's runner
+(CUDA IPC on a GPU, bytes on the CPU); the candidate's outputs come back as handles the referee maps
+itself. Comparison, the integrity checks and the verdict happen here, where neither the candidate
+nor the reference ever ran. The candidate's runner serves this one candidate and is killed after.
+
+Construction (KernelBench convention): Model and ModelNew are built under the same fresh seed and
+left in the mode their constructors leave them in (training, usually). On a mismatch the check runs
+once more with the reference's parameters and buffers copied in by name: a candidate that is right
+under either line-up passes, and the result names the line-up it needed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..config import JudgeLimits
+from ..models import Verdict
+from . import precision, wire
+from .classify import static_error
+from .compare import aliased_output, as_tensors, compare, mutated_input, tolerance_for
+from .referee import Referee, ReferenceFailure
+from .runners import RunnerGone, RunnerHandle
+
+Progress = Callable[[float, str], None]
+INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults to TF32 "
+               "(input_precision='tf32'), so results may differ there")
+INTERP_LOWP = "fp16/bf16 arithmetic is emulated by the interpreter; GPU rounding may differ"
+CAND_REPLY_SLACK = 1 << 20
+
+
+def fresh_seed() -> int:
+    """Never the same twice: a candidate cannot memorize outputs per seed (torch seeds are 63-bit)."""
+    return secrets.randbits(63)
+
+
+@dataclass
+class Outcome:
+    """The evaluation being assembled; `as_dict()` is what travels to the server process."""
+
+    verdict: Verdict = Verdict.passed
+    fields: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    precision_reasons: list[str] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    task_dtype: str = "float32"
+
+    def fail(self, verdict: Verdict, **fields: Any) -> "Outcome":
+        self.verdict = verdict
+        self.fields.update(fields)
+        return self
+
+    def error(self, reply: dict[str, Any]) -> "Outcome":
+        """A failure the runner classified (its text is untrusted: trimmed and validated by the caller)."""
+        verdict = reply.get("verdict")
+        if verdict not in ("compile_error", "runtime_error", "crashed"):
+            verdict = "runtime_error"
+        return self.fail(Verdict(verdict), error=_detail(reply.get("error")))
+
+    def reject(self, check: str, message: str) -> "Outcome":
+        return self.fail(Verdict.rejected, rejected={"check": check, "message": message})
+
+    @property
+    def done(self) -> bool:
+        return self.verdict != Verdict.passed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
+                "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
+                              "task_dtype": self.task_dtype},
+                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels}
+
+
+def _detail(raw: Any) -> dict[str, Any]:
+    raw = raw if isinstance(raw, dict) else {}
+    text = {k: str(raw.get(k) or "")[:limit] for k, limit in (("exception", 80), ("message", 400), ("excerpt", 1500))}
+    line, lineno = raw.get("source_line"), raw.get("source_lineno")
+    return {**text, "exception": text["exception"] or "Error", "source_line": str(line)[:300] if line else None,
+            "source_lineno": lineno if isinstance(lineno, int) and not isinstance(lineno, bool) else None}
+
+
+def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
+    out = Outcome()
+    limits = JudgeLimits(**req["limits"])
+    deadline = time.monotonic() + float(req["timeout_s"])
+    source = req["cand_source"]
+    reasons, tf32_dot = precision.source_reasons(source)
+    cand: RunnerHandle | None = None
+    try:
+        ref = ref_ee.reference(req["task"], deadline)
+        cand = ref_ee.candidate_runner(deadline)
+        out.fields["sandbox"] = ref_ee.sandbox
+        Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
+    except RunnerGone as exc:
+        out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
+                 gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
+    except ReferenceFailure as exc:
+        if exc.oom:
+            freed = ref_ee.evict_all_but(None)
+            out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")
+        out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
+    finally:
+        if cand is not None:
+            cand.kill()
+    return out.as_dict()
+
+
+class Evaluation:
+    """The steps of one evaluation; each returns early by recording a failure in `out`."""
+
+    def __init__(self, referee: Referee, ref: Any, cand: RunnerHandle, req: dict, limits: JudgeLimits,
+                 deadline: float, out: Outcome, progress: Progress, source_precision: tuple[list[str], bool]) -> None:
+        self.referee, self.ref, self.cand, self.req = referee, ref, cand, req
+        self.limits, self.deadline, self.out, self.progress = limits, deadline, out, progress
+        self.source_precision = source_precision
+        self.device = referee.device
+        self.module = req["cand_module"]
+        self.tol: tuple[float, float] = (limits.atol, limits.rtol)
+        self.last_inputs: list[Any] | None = None
+        self.ref_out_example: Any = None
+
+    def cand_call(self, header: dict, buffers: list[Any] = (), max_reply: int = 16 << 20) -> tuple[dict, list]:
+        return self.cand.call(header, list(buffers), self.deadline, max_reply)
+
+    def run(self) -> None:
+        out = self.out
+        self.progress(0.1, "compiling: importing the candidate")
+        reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"]})
+        if "verdict" in reply:
+            out.error(reply)
+            return
+        seed = fresh_seed()
+        self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
+        reply, _ = self.cand_call({"op": "build", "seed": seed, "init_inputs": self.ref.init_inputs},
+                                  self.ref.init_buffers)
+        if "verdict" in reply:
+            out.error(reply)
+            return
+        self._flags(reply.get("flags"), "while building")
+        lineup = "same_seed"
+        first = self.trials()
+        if first is not None and not out.done:
+            self.copy_reference_parameters()
+            second = self.trials()
+            if second is None and not out.done:
+                lineup = "copied_by_name"
+                out.warnings.append("ModelNew matched only with the reference's parameters copied in by name; built "
+                                    "under the same seed it differs (does it create parameters in another order?)")
+            elif second is not None:
+                out.fail(Verdict.mismatch, mismatch=second,
+                         mismatch_same_seed=first, trials=second.get("trial", 0) + 1)
+                return
+        if out.done:
+            return
+        out.fields["lineup"] = lineup
+        out.fields["trials"] = self.limits.trials
+        self._precision_report()
+        self.progress(0.75, "checking the work is done by the candidate's kernels")
+        if not self.dependence() or self.device != "cuda":
+            return
+        from .referee_timing import profile_share, time_candidate
+
+        out.fields["work"] = profile_share(self)
+        self.progress(0.8, "timing")
+        time_candidate(self)
+
+    # -- trials ---------------------------------------------------------------------------------------
+    def trials(self) -> dict | None:
+        """Fresh inputs per trial; returns the first mismatch (a dict) or None; other failures go in `out`."""
+        for trial in range(self.limits.trials):
+            self.progress(0.15 + 0.55 * trial / max(1, self.limits.trials),
+                          f"checking trial {trial + 1}/{self.limits.trials}")
+            mismatch = self.trial(trial)
+            if mismatch is not None or self.out.done:
+                return mismatch
+        return None
+
+    def make_inputs(self, seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:
+        reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key}, self.deadline,
+                                            "running the reference")
+        return [(list(wire.decode_value(s["inputs"], bufs)), wire.decode_value(s["output"], bufs))
+                for s in reply["sets"]]
+
+    def trial(self, trial: int) -> dict | None:
+        (inputs, ref_out), = self.make_inputs([fresh_seed()], "trial")
+        self._set_tolerance(ref_out)
+        self.ref_out_example = ref_out
+        lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        buffers: list[Any] = []
+        sent = wire.encode_value(lent, buffers)
+        limit = CAND_REPLY_SLACK + 4 * sum(t.numel() * t.element_size() for t in as_tensors(ref_out)
+                                           if isinstance(t, torch.Tensor))
+        reply, bufs = self.cand_call({"op": "forward", "inputs": sent, "check_inputs": True}, buffers,
+                                     max_reply=limit if self.device == "cpu" else 16 << 20)
+        try:
+            return self._judge_call(trial, reply, bufs, inputs, lent, ref_out)
+        finally:
+            self.last_inputs = inputs
+            self.release()
+
+    def _judge_call(self, trial: int, reply: dict, bufs: list, inputs: list, lent: list, ref_out: Any) -> dict | None:
+        out = self.out
+        if reply.get("frontend"):
+            out.error(reply)
+            return None
+        if "verdict" in reply:
+            out.error(reply)
+            if reply.get("oom"):
+                out.warnings.append("the candidate ran out of device memory; its process was discarded")
+            return None
+        self._flags(reply.get("flags"), "during the forward call")
+        names = [str(n)[:80] for n in reply.get("launched", [])][:32]
+        out.kernels.extend(n for n in names if n not in out.kernels)
+        if not names:
+            out.reject("no_triton_kernel", "no Triton kernel defined in the candidate launched during the forward "
+                       "call; the work must be done by the candidate's own @triton.jit kernels")
+            return None
+        try:
+            got = wire.decode_value(reply.get("outputs"), bufs)
+        except wire.WireError as exc:
+            out.reject("bad_output", f"the candidate's output could not be read as plain tensors: {exc}")
+            return None
+        changed = mutated_input(inputs, lent) if self.device == "cuda" else (0 if reply.get("mutated") else None)
+        if changed is not None:
+            out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
+            return None
+        alias = aliased_output(got, lent) if self.device == "cuda" else ((0, 0) if reply.get("aliased") else None)
+        if alias is not None:
+            out.reject("output_aliases_input", f"output {alias[0]} shares storage with input {alias[1]}; "
+                       "write results to a new tensor")
+            return None
+        atol, rtol = self.tol
+        return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
+
+    def release(self) -> None:
+        self.cand_call({"op": "release"})
+        reply, _ = self.referee.call_ref(self.ref, {"op": "release"}, self.deadline, "releasing the reference")
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.referee.account(self.ref, int(reply.get("reserved", 0)))
+
+    def copy_reference_parameters(self) -> None:
+        state, bufs = self.referee.call_ref(self.ref, {"op": "state"}, self.deadline, "reading the reference's state")
+        names = state.get("names", [])
+        values = wire.decode_value(state["values"], bufs)
+        buffers: list[Any] = []
+        lent = [v.clone() for v in values]
+        reply, _ = self.cand_call({"op": "load_state", "names": names, "values": wire.encode_value(lent, buffers)},
+                                  buffers)
+        self.release()
+        if reply.get("skipped"):
+            self.out.warnings.append(f"reference parameters not copied into ModelNew (name or shape differs): "
+                                     f"{[str(n)[:60] for n in reply['skipped'][:5]]}")
+
+    # -- does the output depend on the candidate's kernels? ----------------------------------------
+    def dependence(self) -> bool:
+        """Run once with the candidate's Triton launches skipped: if the output still matches, the work was
+        done elsewhere (PyTorch next to a token kernel) and the candidate is rejected."""
+        (inputs, ref_out), = self.make_inputs([fresh_seed()], "dependence")
+        lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        buffers: list[Any] = []
+        reply, bufs = self.cand_call({"op": "forward", "inputs": wire.encode_value(lent, buffers), "suppress": True},
+                                     buffers, max_reply=1 << 31)
+        try:
+            if "verdict" in reply or "outputs" not in reply:
+                return True  # without its kernels the candidate fails outright: the work is theirs
+            try:
+                got = wire.decode_value(reply["outputs"], bufs)
+            except wire.WireError:
+                return True
+            atol, rtol = self.tol
+            if compare(ref_out, got, 0, atol, rtol, self.limits.max_rel_norm) is None:
+                if self.req["task"].get("degenerate"):
+                    self.out.warnings.append("the output matched even with the candidate's kernels skipped (this "
+                                             "task is degenerate, so that proves little)")
+                    return True
+                self.out.reject("work_not_in_candidate_kernels", "with the candidate's own Triton kernels skipped, "
+                                "its output still matched the reference: the work is done elsewhere (PyTorch "
+                                "operators next to a token kernel?); the candidate's kernels must compute the result")
+                return False
+            return True
+        finally:
+            self.release()
+
+    # -- precision and tolerance -------------------------------------------------------------------
+    def _set_tolerance(self, ref_out: Any) -> None:
+        dtypes = [t.dtype for t in as_tensors(ref_out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        task_dtype = min(dtypes, key=lambda d: torch.finfo(d).bits) if dtypes else torch.float32
+        atol, rtol = tolerance_for(task_dtype, self.limits.atol, self.limits.rtol)
+        self.tol = (atol, rtol)
+        self.out.task_dtype = str(task_dtype).removeprefix("torch.")
+        self.out.fields["tolerance"] = {"atol": atol, "rtol": rtol, "max_rel_norm": self.limits.max_rel_norm,
+                                        "dtype": self.out.task_dtype}
+
+    def _precision_report(self) -> None:
+        reasons, tf32_dot = self.source_precision
+        kept = precision.relative_to_task(reasons, self.out.task_dtype)
+        self.out.precision_reasons[:0] = kept
+        if self.device == "cpu":
+            if tf32_dot and self.out.task_dtype == "float32":
+                self.out.unconfirmed.append(INTERP_TF32)
+            if any("16" in r or "half" in r for r in reasons):
+                self.out.unconfirmed.append(INTERP_LOWP)
+
+    def _flags(self, changes: Any, when: str) -> None:
+        if isinstance(changes, list) and changes:
+            text = "; ".join(str(c)[:120] for c in changes[:6])
+            self.out.precision_reasons.append(f"changed global precision flags {when}: {text}")

@@ -1,0 +1,212 @@
+"""Timing a candidate so that nothing inside its process can forge the speedup.
+
+The candidate's runner times its own calls with CUDA events, and that is the precise number we
+report; but events live in the candidate's process, where they can be patched. So the referee
+also holds the whole timed block to its own wall clock (from the request until it has mapped every
+output and synchronized with the candidate's events), and calibrates that clock on the reference
+run through the very same protocol. A candidate whose events claim less time than its wall clock
+allows (a side stream, patched events, work deferred past its reply) is timed by the wall clock.
+
+Further rules:
+- fresh inputs per timed call where memory allows (so a cache keyed on inputs never hits), and
+  every call's output kept: the referee checks randomly chosen ones against the reference outputs
+  it obtained before the candidate saw those inputs, and rejects outputs reused across calls;
+- the candidate's process is killed before the reference is timed, so no work it leaves behind
+  (a thread launching kernels) can slow the reference down and inflate its speedup;
+- everything under the per-GPU lock, so two evaluations never time on one GPU at once.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from . import wire
+from .compare import as_tensors, compare
+from .timing import METHOD, gpu_lock, plan_reps, side_stream_excess, summarize
+
+BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
+ROUNDS = 3
+CHECKED_PER_BLOCK = 4
+
+
+def _nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in as_tensors(value) if isinstance(t, torch.Tensor))
+
+
+def profile_share(ev: Any) -> dict[str, Any] | None:
+    """Share of device time in the candidate's own kernels during one call (evidence from its process)."""
+    inputs = ev.last_inputs
+    if inputs is None:
+        return None
+    lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    buffers: list[Any] = []
+    try:
+        reply, _ = ev.cand_call({"op": "profile", "inputs": wire.encode_value(lent, buffers)}, buffers)
+    except Exception:  # noqa: BLE001 - a candidate that breaks the profiler fails later, in timing
+        return None
+    kernels = [(str(k)[:120], float(v)) for k, v in reply.get("kernels", []) if isinstance(v, (int, float))]
+    total = sum(v for _, v in kernels)
+    if total <= 0:
+        return None
+    own = sum(v for k, v in kernels if any(name in k for name in ev.out.kernels))
+    share = own / total
+    others = [[k, round(v / total, 3)] for k, v in kernels if not any(name in k for name in ev.out.kernels)][:5]
+    if share < 0.1:
+        ev.out.warnings.append(f"only {share:.0%} of the device time was spent in the candidate's own Triton "
+                               "kernels; the rest in library kernels (see `work`)")
+    return {"candidate_kernel_share": round(share, 3), "other_kernels": others,
+            "note": "measured by torch.profiler inside the candidate's process"}
+
+
+def _block(call: Any, header: dict, buffers: list) -> tuple[list[float], float, list]:
+    """One timed block: (per-call event ms as reported, referee wall ms, the decoded outputs)."""
+    t0 = time.perf_counter()
+    reply, bufs = call({"op": "time", "warmup": 1, **header}, buffers)
+    if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
+        return [], 0.0, [reply]
+    outs = [wire.decode_value(o, bufs) for o in reply.get("outputs", [])]
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) * 1e3
+    times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
+    return times, wall, outs
+
+
+class _Sides:
+    """The two ends of a timed block: the candidate's runner and the reference's, called alike."""
+
+    def __init__(self, ev: Any) -> None:
+        self.ev = ev
+
+    def cand(self, header: dict, buffers: list) -> tuple[dict, list]:
+        return self.ev.cand_call(header, buffers, max_reply=64 << 20)
+
+    def ref(self, header: dict, buffers: list) -> tuple[dict, list]:
+        return self.ev.referee.call_ref(self.ev.ref, header, self.ev.deadline, "timing the reference", buffers)
+
+    def make(self, seeds: list[int], key: str) -> tuple[Any, list[Any]]:
+        """Input sets drawn by the reference: (their wire form, to lend to the candidate; reference outputs)."""
+        reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key},
+                                               self.ev.deadline, "running the reference")
+        sets = reply["sets"]
+        return {"list": [s["inputs"] for s in sets]}, [wire.decode_value(s["output"], bufs) for s in sets]
+
+    def release_ref(self, only: str | None = None) -> None:
+        self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
+                                 "releasing the reference")
+
+
+def time_candidate(ev: Any) -> None:
+    out, limits, referee = ev.out, ev.limits, ev.referee
+    sides = _Sides(ev)
+    in_bytes, out_bytes = _nbytes(ev.last_inputs), max(1, _nbytes(ev.ref_out_example))
+    with gpu_lock(referee.home, referee.physical_index or 0):
+        est = _estimate(ev, sides)
+        if out.done:
+            return
+        _, reps = plan_reps(est, limits)
+        calls = max(2, min(reps // ROUNDS + 1, BLOCK_MEMORY_BYTES // out_bytes))
+        sets_count = max(1, min(calls, BLOCK_MEMORY_BYTES // max(1, in_bytes + out_bytes)))
+        seeds = [random.getrandbits(62) for _ in range(sets_count)]
+        sets_wire, expected = sides.make(seeds, "timing")
+        cand_blocks = []
+        for _ in range(ROUNDS):
+            times, wall, outs = _block(sides.cand, {"sets": sets_wire, "calls": calls}, [])
+            if not times:
+                out.error(outs[0] if outs else {})
+                return
+            if not _check_block(ev, outs, expected, calls):
+                return
+            del outs
+            ev.cand_call({"op": "release"})
+            cand_blocks.append((times, wall))
+        ev.cand.kill()  # nothing it left running may slow the reference down
+        del expected
+        sides.release_ref()
+        sides.make(seeds, "timing")  # drawn again: the candidate could write the sets it was lent
+        ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
+        for _ in range(ROUNDS):
+            for mode in ("strict", "tf32"):
+                times, wall, outs = _block(sides.ref, {"key": "timing", "calls": calls, "mode": mode}, [])
+                del outs
+                sides.release_ref("timed")
+                ref_blocks[mode].append((times, wall))
+        sides.release_ref()
+    _record(ev, cand_blocks, ref_blocks, calls, len(seeds))
+
+
+def _estimate(ev: Any, sides: _Sides) -> float:
+    """Milliseconds of one candidate + references round, from a short block of each (untimed)."""
+    sets_wire, _ = sides.make([random.getrandbits(62)], "estimate")
+    times_c, _, outs = _block(sides.cand, {"sets": sets_wire, "calls": 3}, [])
+    if not times_c:
+        ev.out.error(outs[0] if outs else {})
+        return 0.0
+    del outs
+    ev.cand_call({"op": "release"})
+    times_r, _, outs = _block(sides.ref, {"key": "estimate", "calls": 3}, [])
+    del outs
+    sides.release_ref()
+    return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
+
+
+def _check_block(ev: Any, outs: list, expected: list, calls: int) -> bool:
+    """Randomly chosen outputs of the timed calls must match; no storage may be returned twice."""
+    out, limits = ev.out, ev.limits
+    ptrs = [t.untyped_storage().data_ptr() for o in outs for t in as_tensors(o)
+            if isinstance(t, torch.Tensor) and t.numel()]
+    if len(set(ptrs)) != len(ptrs):
+        out.reject("output_reused_across_calls", "two timed calls returned the same output storage: each call must "
+                   "compute a new result (an output cache keyed on the inputs is not a kernel)")
+        return False
+    if len(outs) != calls:
+        out.reject("timed_output_mismatch", f"the timed block returned {len(outs)} outputs for {calls} calls")
+        return False
+    atol, rtol = ev.tol
+    for i in random.sample(range(calls), min(CHECKED_PER_BLOCK, calls)):
+        mismatch = compare(expected[i % len(expected)], outs[i], i, atol, rtol, limits.max_rel_norm)
+        if mismatch is not None:
+            out.reject("timed_output_mismatch", f"the output of timed call {i} differs from the reference "
+                       f"(reason {mismatch['reason']}, max abs error {mismatch.get('max_abs_error')})")
+            return False
+    return True
+
+
+def _median_per_call(blocks: list[tuple[list[float], float]], calls: int) -> tuple[list[float], float]:
+    samples = [t for times, _ in blocks for t in times]
+    walls = [wall / calls for _, wall in blocks]
+    return samples, statistics.median(walls)
+
+
+def _record(ev: Any, cand_blocks: list, ref_blocks: dict, calls: int, sets: int) -> None:
+    out, limits = ev.out, ev.limits
+    cand_samples, cand_wall = _median_per_call(cand_blocks, calls)
+    ref_samples, ref_wall = _median_per_call(ref_blocks["strict"], calls)
+    tf32_samples, _ = _median_per_call(ref_blocks["tf32"], calls)
+    cand_t, ref_t, tf32_t = summarize(cand_samples), summarize(ref_samples), summarize(tf32_samples)
+    history = ev.referee.ref_history(ev.ref.key)
+    history.append((ref_t.median_ms, tf32_t.median_ms))
+    ref_ms = statistics.median(h[0] for h in history)
+    tf32_ms = statistics.median(h[1] for h in history)
+    method = (METHOD.format(reps=cand_t.reps) + f"; {sets} distinct input set(s), blocks of {calls} calls held to "
+              f"the judge's own wall clock; speedups divide by the median of the last {len(history)} reference medians")
+    out.fields["timing"] = {"candidate": cand_t.model_dump(), "reference": ref_t.model_dump(),
+                            "reference_tf32": tf32_t.model_dump(), "method": method, "gpu": ev.referee.gpu_name}
+    cand_ms = cand_t.median_ms
+    hidden = side_stream_excess(cand_t.median_ms, ref_t.median_ms, cand_wall, ref_wall)
+    if hidden is not None:
+        cand_ms = cand_t.median_ms + hidden
+        out.warnings.append(f"the candidate's own CUDA events missed about {hidden:.3f} ms per call (a side stream, "
+                            f"patched events, deferred work?); speedups use the judge's wall clock ({cand_ms:.3f} ms)")
+    out.fields["speedup"] = ref_ms / max(cand_ms, 1e-9)
+    out.fields["speedup_tf32"] = tf32_ms / max(cand_ms, 1e-9)
+    if out.fields["speedup"] > limits.implausible_speedup:
+        out.warnings.append(f"speedup {out.fields['speedup']:.1f}x exceeds {limits.implausible_speedup:g}x: "
+                            "flagged for review (is the work really done, every call?)")
+
+
+__all__ = ["profile_share", "time_candidate"]

@@ -1,0 +1,320 @@
+"""The runner: the only process where candidate or task code runs. Untrusted by design.
+
+A runner is forked from the zygote, enters the sandbox, and then serves one role for its whole life:
+`ref` (one task's reference: its inputs, its outputs, its timing) or `cand` (exactly one candidate,
+then it is killed). It speaks `wire` with the referee and never sees the other side's objects: the
+reference's model, inputs and outputs are not in a candidate's process, so there is nothing to copy.
+
+Everything a runner reports about itself (which kernels launched, flags flipped, its own event
+timings) is evidence from an untrusted process: it catches honest mistakes; the referee decides the
+verdict from what it can check itself (outputs it maps read-only, and its own wall clock).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..tasks.format import apply_shapes, import_file
+from . import launches, precision, wire
+from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
+
+MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
+
+
+class Stop(Exception):
+    """The referee said goodbye (or went away)."""
+
+
+class Runner:
+    def __init__(self, conn: Connection, device: str, tmp: Path) -> None:
+        self.conn, self.device, self.tmp = conn, device, tmp
+        self.module: Any = None
+        self.file: CandidateFile | None = None
+        self.role = ""
+        self.init_inputs: list[Any] = []
+        self.model: Any = None
+        self.kept: dict[str, Any] = {}
+        self.bench: Any = None
+        self.frontend: Any = None
+
+    # -- loop --------------------------------------------------------------------------------------
+    def serve(self) -> None:
+        launches.install()
+        while True:
+            try:
+                req, bufs = wire.recv(self.conn, MAX_FROM_REFEREE)
+            except (EOFError, OSError):
+                return
+            op = req.get("op")
+            if op == "exit":
+                return
+            deadline = req.get("deadline_s")
+            if isinstance(deadline, (int, float)) and deadline > 1:
+                faulthandler.dump_traceback_later(deadline - 0.5, exit=False, file=sys.stderr)
+            out: list[bytes | memoryview] = []
+            try:
+                reply = getattr(self, f"op_{op}")(req, bufs, out)
+            except wire.WireError as exc:
+                reply, out = {"internal": f"bad request: {exc}"}, []
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+            wire.send(self.conn, reply, out)
+            if reply.get("poisoned"):
+                os._exit(3)
+
+    def _error(self, exc: BaseException, stage: str) -> dict[str, Any]:
+        c = classify(exc, stage, self.file)
+        return {"verdict": c.verdict.value, "error": c.error.model_dump(), "poisoned": c.poisoned,
+                "oom": isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()}
+
+    def _sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    # -- loading and building ------------------------------------------------------------------------
+    def op_load(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Import the module (task reference or candidate) from the private temporary directory."""
+        self.role = req["role"]
+        path = self.tmp / f"{req['module']}.py"
+        path.write_text(req["source"])
+        self.file = CandidateFile(str(path), req["source"])
+        try:
+            self.module = import_file(req["module"], path)
+        except BaseException as exc:  # noqa: BLE001 - user code
+            return self._error(exc, STAGE_IMPORT)
+        if self.role == "cand":
+            if not isinstance(getattr(self.module, "ModelNew", None), type):
+                return {"verdict": "compile_error", "error": {
+                    "exception": "MissingModelNew", "message": "the candidate does not define class ModelNew "
+                    "(a drop-in for the task's Model, with the same constructor and forward signatures)"}}
+            return {"ok": True}
+        apply_shapes(self.module, req.get("shapes") or {})
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(self.module, name):
+                return {"ref_error": f"the reference does not define {name}; a KernelBench task needs "
+                        "`class Model(nn.Module)`, `def get_inputs()` and `def get_init_inputs()`"}
+        try:
+            with torch.device(self.device):
+                self.init_inputs = list(self.module.get_init_inputs())
+        except BaseException as exc:  # noqa: BLE001
+            return self._ref_error("get_init_inputs()", exc)
+        return {"ok": True, "init_inputs": wire.encode_value(self.init_inputs, out)}
+
+    def _ref_error(self, what: str, exc: BaseException) -> dict[str, Any]:
+        d = describe(exc, self.file)
+        where = f" at line {d.source_lineno}: `{d.source_line}`" if d.source_lineno else ""
+        oom = isinstance(exc, torch.OutOfMemoryError)
+        return {"ref_error": f"the reference's {what} raised {d.exception}: {d.message}{where}", "oom": oom}
+
+    def op_build(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Construct the model under the evaluation's seed, in the mode its constructor leaves it in."""
+        if self.role == "cand":
+            self.init_inputs = list(wire.decode_value(req["init_inputs"], bufs))
+        cls = self.module.ModelNew if self.role == "cand" else self.module.Model
+        precision.pin_strict()
+        flags = precision.snapshot()
+        try:
+            torch.manual_seed(int(req["seed"]))
+            with torch.device(self.device):
+                model = cls(*self.init_inputs)
+            if isinstance(model, torch.nn.Module):
+                model = model.to(self.device)  # never .eval(): BatchNorm in training mode uses batch statistics
+            self._sync()
+        except BaseException as exc:  # noqa: BLE001
+            if self.role == "ref":
+                return self._ref_error("Model(*get_init_inputs())", exc)
+            return self._error(exc, STAGE_BUILD)
+        self.model = model
+        changed = precision.changed_flags(flags, precision.snapshot())
+        precision.restore(flags)
+        return {"ok": True, "flags": changed}
+
+    def op_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """The reference's parameters and buffers by name (for the copied line-up)."""
+        state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
+        self.kept["state"] = state
+        return {"names": list(state), "values": wire.encode_value(list(state.values()), out)}
+
+    def op_load_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Copy the reference's parameters into ModelNew where names and shapes match."""
+        values = wire.decode_value(req["values"], bufs)
+        if not isinstance(self.model, torch.nn.Module):
+            return {"copied": [], "skipped": list(req["names"])}
+        mine = self.model.state_dict()
+        copied, skipped = [], []
+        with torch.no_grad():
+            for name, value in zip(req["names"], values):
+                target = mine.get(name)
+                if isinstance(target, torch.Tensor) and target.shape == value.shape:
+                    target.copy_(value)
+                    copied.append(name)
+                else:
+                    skipped.append(name)
+        self._sync()
+        return {"copied": copied, "skipped": skipped}
+
+    # -- running -----------------------------------------------------------------------------------
+    def op_make(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: fresh inputs for each seed (drawn on the device) and the reference's outputs."""
+        sets = []
+        for seed in req["seeds"]:
+            torch.manual_seed(int(seed))
+            try:
+                with torch.device(self.device):
+                    inputs = self.module.get_inputs()
+                if not isinstance(inputs, (list, tuple)):
+                    return {"ref_error": f"the reference's get_inputs() returned {type(inputs).__name__}, not a list"}
+                inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+                result = None
+                if req.get("outputs", True):
+                    fed = [x.clone() if isinstance(x, torch.Tensor) and req.get("clone", True) else x for x in inputs]
+                    result = self._forward_ref(fed, req.get("mode", "strict"))
+            except BaseException as exc:  # noqa: BLE001
+                return self._ref_error("get_inputs()/forward", exc)
+            sets.append((inputs, result))
+        self.kept[str(req["key"])] = sets
+        return {"sets": [{"inputs": wire.encode_value(list(i), out), "output": wire.encode_value(o, out)}
+                         for i, o in sets]}
+
+    def _forward_ref(self, inputs: list[Any], mode: str) -> Any:
+        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
+        with torch.no_grad():
+            result = self.model(*inputs)
+        self._sync()
+        precision.pin_strict()
+        return result
+
+    def op_rerun(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: the outputs again for kept input sets (determinism probe)."""
+        sets = self.kept[str(req["key"])]
+        try:
+            outs = [self._forward_ref([x.clone() if isinstance(x, torch.Tensor) else x for x in i], "strict")
+                    for i, _ in sets]
+        except BaseException as exc:  # noqa: BLE001
+            return self._ref_error("forward", exc)
+        self.kept[str(req["key"]) + "/rerun"] = outs
+        return {"outputs": [wire.encode_value(o, out) for o in outs]}
+
+    def op_forward(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Candidate: one call on inputs the referee owns; the outputs stay alive until `release`."""
+        inputs = list(wire.decode_value(req["inputs"], bufs))
+        before = precision.snapshot()
+        suppress = bool(req.get("suppress"))
+        if suppress:  # uninitialized memory reads as NaN, so skipped kernels cannot leave stale results
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        recorder = self.frontend.recorder() if self.frontend is not None and not suppress else None
+        launches.begin(self.module.__name__, suppress=suppress, recorder=recorder)
+        try:
+            with torch.no_grad():
+                result = self.model(*inputs)
+            self._sync()
+        except BaseException as exc:  # noqa: BLE001
+            launches.end()
+            return {**self._error(exc, STAGE_RUN), "suppressed": suppress}
+        finally:
+            if suppress:
+                torch.use_deterministic_algorithms(False)
+        names = launches.end()
+        flags = precision.changed_flags(before, precision.snapshot())
+        precision.restore(before)
+        reply: dict[str, Any] = {"launched": names, "flags": flags}
+        if self.device == "cpu":  # no shared memory on the CPU path: report what only this process can see
+            reply["mutated"] = req.get("check_inputs") and _mutated(inputs, bufs, req["inputs"])
+            reply["aliased"] = _aliased(result, inputs)
+        if recorder is not None:
+            problem = self.frontend.check(recorder)
+            if problem is not None:
+                reply.update(self._error(problem, STAGE_RUN))
+                reply["frontend"] = True
+        self.kept["out"] = result
+        reply["outputs"] = wire.encode_value(result, out)
+        return reply
+
+    def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """GPU: `calls` timed calls cycling over the given input sets, every output kept and returned."""
+        from .timing import Bench
+
+        if self.bench is None:
+            self.bench = Bench()
+        if "key" in req:  # the reference times on the input sets it drew itself
+            sets = [list(inputs) for inputs, _ in self.kept[str(req["key"])]]
+        else:
+            sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
+        mode = req.get("mode", "strict")
+        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
+        model = self.model
+        try:
+            with torch.no_grad():
+                times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]),
+                                               int(req.get("warmup", 1)))
+        except BaseException as exc:  # noqa: BLE001
+            precision.pin_strict()
+            return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
+        precision.pin_strict()
+        self.kept["timed"] = outs
+        return {"times_ms": times, "outputs": [wire.encode_value(o, out) for o in outs]}
+
+    def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """GPU: kernel names and device time of one call under torch.profiler (evidence, reported as-is)."""
+        inputs = list(wire.decode_value(req["inputs"], bufs))
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
+            self.model(*inputs)
+            torch.cuda.synchronize()
+        totals: dict[str, float] = {}
+        for e in prof.events():
+            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
+            if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA") and us:
+                totals[e.name] = totals.get(e.name, 0.0) + float(us)
+        return {"kernels": sorted(totals.items(), key=lambda kv: -kv[1])[:40]}
+
+    def op_meta(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Full-size input/output specs on torch's meta device (no data), for a task probed at small shapes."""
+        try:
+            module = import_file(self.module.__name__ + "_meta", Path(self.file.path))  # type: ignore[union-attr]
+            with torch.device("meta"):
+                model = module.Model(*module.get_init_inputs())
+                inputs = list(module.get_inputs())
+                with torch.no_grad():
+                    result = model(*inputs)
+        except Exception as exc:  # noqa: BLE001 - some ops lack meta kernels
+            return {"error": type(exc).__name__}
+        outs = result if isinstance(result, (list, tuple)) else [result]
+        return {"inputs": _specs(inputs), "outputs": _specs(outs)}
+
+    def op_release(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        if req.get("only"):
+            self.kept.pop(str(req["only"]), None)
+        else:
+            self.kept.clear()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
+
+
+def _specs(values: list[Any]) -> list[dict]:
+    return [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
+            for v in values if isinstance(v, torch.Tensor)]
+
+
+def _mutated(inputs: list[Any], bufs: list[bytes], sent: Any) -> bool:
+    originals = wire.decode_value(sent, bufs)
+    for a, b in zip(originals, inputs):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or not bool(((a == b) | (a.isnan() & b.isnan())).all()):
+                return True
+    return False
+
+
+def _aliased(result: Any, inputs: list[Any]) -> bool:
+    ptrs = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()}
+    outs = result if isinstance(result, (list, tuple)) else [result]
+    return any(isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in ptrs for o in outs)

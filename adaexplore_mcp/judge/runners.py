@@ -1,0 +1,191 @@
+"""The referee's side of runner processes: start the zygote, fork runners, call them with deadlines, kill.
+
+A `RunnerHandle` is one sandboxed process serving one role. Every call has a deadline; a runner that
+misses it, dies, or breaks the protocol is killed (its whole PID namespace goes with it) and the
+caller gets a `RunnerGone` saying which, with the tail of the runner's log (faulthandler stacks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from . import wire
+
+LOG_TAIL_BYTES = 6000
+READY_TIMEOUT_S = 120.0
+# Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
+ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
+            "VIRTUAL_ENV", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+ENV_KEEP_PREFIX = ("TRITON_", "NVIDIA_", "CUDA_", "TORCH_", "PYTORCH_", "LC_")
+ENV_DROP_PREFIX = ("ADAEXPLORE_",)
+
+
+class RunnerGone(Exception):
+    """The runner timed out, died or broke the protocol; it has been killed."""
+
+    def __init__(self, kind: str, message: str, log: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind  # "timeout" | "crashed" | "protocol"
+        self.log = log
+        self.status = status
+
+
+def runner_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIX)) and not k.startswith(ENV_DROP_PREFIX)}
+    env.update(extra)
+    return env
+
+
+class Zygote:
+    """The forking process; one per referee."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        ours, theirs = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, "-m", "adaexplore_mcp.judge.zygote", str(theirs.fileno())],
+                                     pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, close_fds=True)
+        theirs.close()
+        self.sock = ours
+        self.reader = ours.makefile("rb")
+        line = self.reader.readline()
+        if not line:
+            raise RuntimeError(f"the runner zygote failed to start (exit code {self.proc.wait(5)})")
+
+    def fork(self, request: dict[str, Any]) -> tuple[int, Connection]:
+        self.sock.sendall(json.dumps({"op": "fork", **request}).encode() + b"\n")
+        msg, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
+        if not fds:
+            raise RuntimeError("the runner zygote did not hand over a connection")
+        return int(json.loads(msg)["pid"]), Connection(fds[0])
+
+    def reap(self, pid: int) -> int | None:
+        self.sock.sendall(json.dumps({"op": "reap", "pid": pid}).encode() + b"\n")
+        line = self.reader.readline()
+        return json.loads(line).get("status") if line else None
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(10)
+
+
+class RunnerHandle:
+    def __init__(self, zygote: Zygote, role: str, device: str, log_dir: Path, policy: Any) -> None:
+        self.zygote, self.role = zygote, role
+        self.log_path = log_dir / f"runner-{role}-{os.getpid()}-{time.time_ns()}.log"
+        pol = asdict(policy) if policy is not None else None
+        self.pid, self.conn = zygote.fork({"device": device, "log": str(self.log_path), "policy": pol,
+                                           "role": role})
+        self.ready: dict[str, Any] | None = None
+        self.alive = True
+        self.bytes = 0  # device memory this runner holds (references: for the cache's budget)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
+        if self.ready is None:
+            self.ready, _ = self._recv(time.monotonic() + timeout_s, 1 << 16)
+        return self.ready
+
+    def call(self, header: dict[str, Any], buffers: list[Any], deadline: float,
+             max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
+        self.wait_ready(max(1.0, deadline - time.monotonic()))
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            wire.send(self.conn, {**header, "deadline_s": remaining}, buffers)
+        except (OSError, ValueError):
+            raise self._gone("crashed", "the runner process died") from None
+        return self._recv(deadline, max_reply)
+
+    def _recv(self, deadline: float, max_reply: int) -> tuple[dict[str, Any], list[bytes]]:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._dump_stacks()
+                raise self._gone("timeout", "the runner did not answer in time")
+            try:
+                if self.conn.poll(min(remaining, 0.5)):
+                    return wire.recv(self.conn, max_reply)
+            except (EOFError, OSError):
+                raise self._gone("crashed", "the runner process died") from None
+            except wire.WireError as exc:
+                raise self._gone("protocol", f"the runner broke the protocol: {exc}") from None
+
+    def _dump_stacks(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+            time.sleep(0.3)
+        except OSError:
+            pass
+
+    def _gone(self, kind: str, message: str) -> RunnerGone:
+        log = self.log_tail()
+        status = self.kill()
+        return RunnerGone(kind, message, log, status)
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> int | None:
+        """Kill the runner and everything in its sandbox; returns its wait status when known."""
+        if not self.alive:
+            return None
+        self.alive = False
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+        try:
+            status = self.zygote.reap(self.pid)
+        except (OSError, ValueError):
+            status = None
+        try:
+            self.log_path.unlink()
+        except OSError:
+            pass
+        return status
+
+    def close(self, deadline_s: float = 2.0) -> None:
+        """Ask politely, then kill: used for runners whose process has done nothing wrong."""
+        if self.alive:
+            try:
+                wire.send(self.conn, {"op": "exit"})
+            except (OSError, ValueError):
+                pass
+            self.kill()
+
+
+def describe_status(status: int | None) -> str:
+    if status is None:
+        return "ended"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"was killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"was killed by signal {sig}"
+    if os.WIFEXITED(status):
+        return f"exited with code {os.WEXITSTATUS(status)}"
+    return "ended"

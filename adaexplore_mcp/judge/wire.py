@@ -1,0 +1,186 @@
+"""The wire between the trusted referee and an untrusted runner: JSON headers plus raw byte buffers.
+
+Why not pickle: whatever a runner sends was produced by candidate (or task) code, and unpickling it in
+the referee would run code of the candidate's choosing in the one process that decides verdicts. Here
+a message is a JSON object (bounded size, parsed by `json`) followed by a bounded number of raw
+buffers; tensors travel either as CUDA IPC handles (the data stays on the GPU, the receiver maps the
+sender's memory) or as raw bytes (CPU). The receiver always rebuilds a plain, dense `torch.Tensor`
+itself from (dtype, shape, stride, offset): a tensor subclass, a lazy object or something that
+"compares equal to anything" cannot cross this boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+MAX_HEADER_BYTES = 4 << 20
+MAX_BUFFERS = 4096
+MAX_DIMS = 16
+DTYPES = {
+    str(dt).removeprefix("torch."): dt
+    for dt in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+               torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)
+}
+
+
+class WireError(Exception):
+    """A message broke the protocol (too big, malformed, out-of-bounds tensor): the peer is at fault."""
+
+
+def send(conn: Connection, header: dict[str, Any], buffers: list[bytes | memoryview] = ()) -> None:
+    """One message: the header (with the buffer count), then each buffer as its own frame."""
+    conn.send_bytes(json.dumps({**header, "_buffers": len(buffers)}, allow_nan=True).encode())
+    for buf in buffers:
+        conn.send_bytes(buf)
+
+
+def recv(conn: Connection, max_bytes: int) -> tuple[dict[str, Any], list[bytes]]:
+    """One message from a peer that may be hostile: every size is bounded before it is read."""
+    raw = conn.recv_bytes(MAX_HEADER_BYTES)
+    try:
+        header = json.loads(raw.decode("utf-8", errors="strict"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WireError(f"malformed message header ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise WireError("message header is not an object")
+    count = header.pop("_buffers", 0)
+    if not isinstance(count, int) or not 0 <= count <= MAX_BUFFERS:
+        raise WireError(f"bad buffer count {count!r}")
+    buffers, total = [], 0
+    for _ in range(count):
+        buf = conn.recv_bytes(max(1, max_bytes - total))
+        total += len(buf)
+        buffers.append(buf)
+    return header, buffers
+
+
+# -- tensors and values ----------------------------------------------------------------------------
+
+def _ints(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or len(value) > MAX_DIMS or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise WireError(f"bad tensor {what}: {str(value)[:80]}")
+    return value
+
+
+def _meta(t: torch.Tensor) -> dict[str, Any]:
+    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "stride": list(t.stride()),
+            "offset": t.storage_offset()}
+
+
+def encode_tensor(t: torch.Tensor, buffers: list[bytes | memoryview]) -> dict[str, Any]:
+    """A descriptor for `t`: its CUDA IPC handle on a GPU, its bytes (appended to `buffers`) on the CPU."""
+    t = t.detach()
+    if t.is_cuda:
+        storage = t.untyped_storage()
+        if storage.nbytes() == 0:
+            return {"empty": True, **_meta(t), "device": "cuda"}
+        share = storage._share_cuda_()
+        return {"ipc": [x.hex() if isinstance(x, bytes) else x for x in share], **_meta(t), "device": "cuda"}
+    flat = t.contiguous()
+    buffers.append(flat.reshape(-1).view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    return {"buf": len(buffers) - 1, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+            "device": "cpu"}
+
+
+def decode_tensor(desc: dict[str, Any], buffers: list[bytes]) -> torch.Tensor:
+    """A plain dense tensor rebuilt from a descriptor; raises WireError for anything out of bounds."""
+    dtype = DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
+    if dtype is None:
+        raise WireError(f"unsupported dtype {str(desc.get('dtype'))[:40]!r}")
+    shape = _ints(desc.get("shape"), "shape")
+    numel = math.prod(shape)
+    item = torch.empty((), dtype=dtype).element_size()
+    if "buf" in desc:
+        index = desc["buf"]
+        if not isinstance(index, int) or not 0 <= index < len(buffers):
+            raise WireError("tensor refers to a missing buffer")
+        data = buffers[index]
+        if len(data) != numel * item:
+            raise WireError(f"tensor of shape {shape} needs {numel * item} bytes, got {len(data)}")
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype)
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+    stride = _ints(desc.get("stride"), "stride")
+    offset = desc.get("offset")
+    if len(stride) != len(shape) or not isinstance(offset, int) or offset < 0:
+        raise WireError("bad tensor stride/offset")
+    if desc.get("empty"):
+        if numel:
+            raise WireError("an empty storage cannot hold a non-empty tensor")
+        return torch.empty(shape, dtype=dtype, device="cuda")
+    return _open_ipc(desc.get("ipc"), dtype, shape, stride, offset, item)
+
+
+def _open_ipc(share: Any, dtype: torch.dtype, shape: list[int], stride: list[int], offset: int,
+              item: int) -> torch.Tensor:
+    if not isinstance(share, list) or len(share) != 8:
+        raise WireError("bad CUDA IPC descriptor")
+    device, handle, size, off, rc_handle, rc_off, ev_handle, ev_sync = share
+    try:
+        args = (int(device), bytes.fromhex(handle), int(size), int(off), bytes.fromhex(rc_handle), int(rc_off),
+                bytes.fromhex(ev_handle) if isinstance(ev_handle, str) else None, bool(ev_sync))
+    except (TypeError, ValueError):
+        raise WireError("bad CUDA IPC descriptor fields") from None
+    needed = (offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * item if math.prod(shape) else 0
+    if needed > args[2]:
+        raise WireError(f"tensor needs {needed} bytes of a {args[2]}-byte shared storage")
+    try:
+        storage = torch.UntypedStorage._new_shared_cuda(*args)
+    except Exception as exc:  # noqa: BLE001 - a forged handle is the peer's fault, not ours
+        raise WireError(f"could not open the CUDA IPC handle: {type(exc).__name__}: {str(exc)[:200]}") from None
+    t = torch.empty(0, dtype=dtype, device=f"cuda:{torch.cuda.current_device()}")
+    return t.set_(storage, offset, shape, stride)
+
+
+def encode_value(value: Any, buffers: list[bytes | memoryview]) -> Any:
+    """Tensors, numbers, strings, None and (nested) lists/tuples; anything else is refused by name."""
+    if isinstance(value, torch.Tensor):
+        return {"tensor": encode_tensor(value, buffers)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return {"float": repr(value)}
+        return value
+    if isinstance(value, (list, tuple)):
+        return {"list" if isinstance(value, list) else "tuple": [encode_value(v, buffers) for v in value]}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    return {"unsupported": type(value).__name__}
+
+
+def decode_value(value: Any, buffers: list[bytes], depth: int = 0) -> Any:
+    if depth > 8:
+        raise WireError("value nested too deeply")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        if "tensor" in value and isinstance(value["tensor"], dict):
+            return decode_tensor(value["tensor"], buffers)
+        if "list" in value or "tuple" in value:
+            items = value.get("list", value.get("tuple"))
+            if not isinstance(items, list) or len(items) > MAX_BUFFERS:
+                raise WireError("bad sequence")
+            out = [decode_value(v, buffers, depth + 1) for v in items]
+            return out if "list" in value else tuple(out)
+        if "float" in value:
+            return float(value["float"]) if value["float"] in ("nan", "inf", "-inf") else 0.0
+        if "dtype" in value and value["dtype"] in DTYPES:
+            return DTYPES[value["dtype"]]
+        if "unsupported" in value:
+            return Unsupported(str(value["unsupported"])[:60])
+    raise WireError(f"bad value {str(value)[:60]}")
+
+
+class Unsupported:
+    """A value of a type that cannot cross the boundary (reported, never trusted)."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"

@@ -1,0 +1,159 @@
+"""The zygote: a process with torch and triton imported (but no CUDA context) that forks runners.
+
+Why: every candidate gets a process of its own (nothing it patches can outlive it), and starting
+Python with torch and triton costs seconds; a fork of this warm process costs milliseconds. CUDA
+cannot survive a fork, so the zygote never touches the GPU: each child creates its own context
+after entering the sandbox.
+
+The zygote is started by the referee with a scrubbed environment (no tokens, no server settings)
+and talks to it over one Unix socket: JSON requests, and for each fork the parent end of a fresh
+socket pair passed back as a file descriptor (SCM_RIGHTS). It also reaps its children and reports
+how they ended, so a crash verdict can name the signal.
+
+Run as `python -m adaexplore_mcp.judge.zygote <control-fd>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REAP_WAIT_S = 5.0
+
+
+def _set_pdeathsig() -> None:
+    """Die with the parent (the referee): a zygote must never outlive the judge that started it."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _child(conn_fd: int, req: dict[str, Any]) -> None:
+    """In the fresh child: private stdio, sandbox, CUDA, then serve the referee until told to stop."""
+    from multiprocessing.connection import Connection
+
+    from . import sandbox, wire
+
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 2)
+    os.close(devnull)
+    os.close(log)
+    conn = Connection(conn_fd)
+    raw = req.get("policy")
+    policy = sandbox.SandboxPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}) \
+        if raw is not None else None
+    report = sandbox.enter(policy) if policy is not None else None
+    tmp = Path(os.environ.get("TMPDIR") or "/tmp")
+    if policy is not None and policy.tmp_dir:
+        tmp = Path(policy.tmp_dir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(tmp)
+    os.environ["HOME"] = str(tmp)
+    import faulthandler
+
+    faulthandler.enable(file=sys.stderr)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    import torch
+
+    from .runner import Runner
+
+    device = req["device"]
+    if device == "cuda":
+        torch.zeros(1, device="cuda").sum().item()
+    summary = report.summary if report is not None else "none"
+    details = {"mechanisms": list(report.mechanisms), "missing": list(report.missing)} if report else {}
+    wire.send(conn, {"ready": True, "sandbox": summary, "sandbox_detail": details, "pid": os.getpid()})
+    Runner(conn, device, tmp).serve()
+
+
+def serve(ctrl: socket.socket) -> None:
+    children: dict[int, int | None] = {}  # pid -> wait status once reaped
+    reader = ctrl.makefile("rb")
+    while True:
+        line = reader.readline()
+        if not line:
+            return
+        req = json.loads(line)
+        if req["op"] == "fork":
+            parent_end, child_end = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ctrl.close()
+                    parent_end.close()
+                    _child(os.dup(child_end.fileno()), req)
+                except BaseException:  # noqa: BLE001 - report, then die: the referee sees EOF
+                    import traceback
+
+                    traceback.print_exc()
+                finally:
+                    os._exit(70)
+            child_end.close()
+            children[pid] = None
+            socket.send_fds(ctrl, [json.dumps({"pid": pid}).encode() + b"\n"], [parent_end.fileno()])
+            parent_end.close()
+        elif req["op"] == "reap":
+            pid = int(req["pid"])
+            status = _reap(pid, children)
+            ctrl.sendall(json.dumps({"pid": pid, "status": status}).encode() + b"\n")
+        _reap_all(children)
+
+
+def _reap(pid: int, children: dict[int, int | None]) -> int | None:
+    deadline = time.monotonic() + REAP_WAIT_S
+    while children.get(pid) is None and time.monotonic() < deadline:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if done:
+            children[pid] = status
+            break
+        time.sleep(0.005)
+    return children.pop(pid, None)
+
+
+def _reap_all(children: dict[int, int | None]) -> None:
+    for pid, status in list(children.items()):
+        if status is None:
+            try:
+                done, st = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                children.pop(pid, None)
+                continue
+            if done:
+                children[pid] = st
+    if len(children) > 256:  # statuses nobody asked for
+        for pid in [p for p, s in children.items() if s is not None][:128]:
+            children.pop(pid, None)
+
+
+def main() -> None:
+    _set_pdeathsig()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctrl = socket.socket(fileno=int(sys.argv[1]))
+    # Import everything a runner needs now, once, before any fork: children start warm.
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+
+    from . import classify, launches, precision, runner, sandbox, timing, wire  # noqa: F401
+    from ..tasks import format  # noqa: F401
+
+    ctrl.sendall(b'{"ready": true}\n')
+    serve(ctrl)
+
+
+if __name__ == "__main__":
+    main()
