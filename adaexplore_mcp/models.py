@@ -149,8 +149,8 @@ class Evaluation(BaseModel):
     timing_unavailable: str | None = None
     error: ErrorDetail | None = None
     mismatch: MismatchDetail | None = None
-    mismatch_same_seed: MismatchDetail | None = Field(default=None, description="when both line-ups mismatched: the "
-                                                      "first mismatch with ModelNew built under the same seed")
+    mismatch_copied: MismatchDetail | None = Field(default=None, description="when both line-ups mismatched: the "
+                                                   "first mismatch with the reference's parameters copied in by name")
     rejected: RejectDetail | None = None
     precision: PrecisionReport = Field(default_factory=PrecisionReport)
     tolerance: dict[str, float | str] = Field(default_factory=dict, description="atol, rtol, max_rel_norm and the "
@@ -171,6 +171,7 @@ class Evaluation(BaseModel):
                                "'same_seed' (built under the same seed) or 'copied_by_name' (reference's copied in)")
     determinism: str | None = Field(default=None, description="the comparison policy when the reference itself is "
                                     "not deterministic")
+    stages_ms: dict[str, float] = Field(default_factory=dict, description="where the judge's time went")
     work: dict[str, Any] | None = Field(default=None, description="where the GPU time went: the share spent in the "
                                         "candidate's own Triton kernels, and the other kernels by name")
 

@@ -106,12 +106,11 @@ def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monke
     assert len(set(pids)) == 2
 
 
-def test_a_candidate_that_monkeypatches_torch_gets_its_worker_replaced(judge: Judge) -> None:
-    pid = judge._pool._workers[0].proc.pid
+def test_a_candidate_that_monkeypatches_torch_cannot_touch_the_next_evaluation(judge: Judge) -> None:
+    """Each candidate has a runner process of its own, killed after it: a patch dies with it."""
     patcher = candidate("        torch.randn = lambda *a, **k: torch.zeros(*a, **k)\n        return affine(x)")
     ev = judge.evaluate(task(), patcher)
-    assert any("torch.randn" in w for w in ev.warnings), ev.warnings
-    assert judge._pool._workers[0].proc.pid != pid
+    assert ev.verdict == Verdict.passed  # its own inputs come from the reference's process, not its torch.randn
     clean = judge.evaluate(task(), GOOD)
     assert clean.verdict == Verdict.passed and not clean.warnings
 

@@ -21,9 +21,10 @@ from tests.test_judge_cases import candidate, cpu_settings, task
 
 
 def pid_recording(pid_dir: Path, sleep_s: float) -> str:
-    """A correct candidate that notes which worker process ran it and takes a while."""
+    """A correct candidate that notes which worker ran it (its runner's parent is that worker's zygote) and
+    takes a while. It writes to a host directory, so these scheduling tests run without the sandbox."""
     body = (f"        import os, time\n        time.sleep({sleep_s})\n"
-            f"        open(os.path.join({str(pid_dir)!r}, str(os.getpid())), 'a').close()\n"
+            f"        open(os.path.join({str(pid_dir)!r}, str(os.getppid())), 'a').close()\n"
             "        return affine(x)")
     return candidate(body)
 
@@ -31,7 +32,7 @@ def pid_recording(pid_dir: Path, sleep_s: float) -> str:
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory: pytest.TempPathFactory):
     base = cpu_settings(tmp_path_factory.mktemp("sched"))
-    judge = Judge(Settings(home=base.home, device="cpu", workers=2, limits=base.limits))
+    judge = Judge(Settings(home=base.home, device="cpu", workers=2, limits=base.limits, sandbox="off"))
     judge.start(wait=True)
     yield judge
     judge.close()

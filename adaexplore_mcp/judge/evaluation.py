@@ -97,8 +97,10 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     reasons, tf32_dot = precision.source_reasons(source)
     cand: RunnerHandle | None = None
     try:
+        started = time.monotonic()
         ref = ref_ee.reference(req["task"], deadline)
         cand = ref_ee.candidate_runner(deadline)
+        out.fields["stages_ms"] = {"runners": round((time.monotonic() - started) * 1e3, 1)}
         out.fields["sandbox"] = ref_ee.sandbox
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
     except RunnerGone as exc:
@@ -128,6 +130,15 @@ class Evaluation:
         self.tol: tuple[float, float] = (limits.atol, limits.rtol)
         self.last_inputs: list[Any] | None = None
         self.ref_out_example: Any = None
+        self._mark = time.monotonic()
+        out.fields.setdefault("stages_ms", {})
+
+    def mark(self, stage: str) -> None:
+        """Where the judge's time goes (reported with every result; the latency budget is spent here)."""
+        now = time.monotonic()
+        stages = self.out.fields["stages_ms"]
+        stages[stage] = round(stages.get(stage, 0.0) + (now - self._mark) * 1e3, 1)
+        self._mark = now
 
     def cand_call(self, header: dict, buffers: list[Any] = (), max_reply: int = 16 << 20) -> tuple[dict, list]:
         return self.cand.call(header, list(buffers), self.deadline, max_reply)
@@ -136,6 +147,7 @@ class Evaluation:
         out = self.out
         self.progress(0.1, "compiling: importing the candidate")
         reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"]})
+        self.mark("load")
         if "verdict" in reply:
             out.error(reply)
             return
@@ -147,32 +159,39 @@ class Evaluation:
             out.error(reply)
             return
         self._flags(reply.get("flags"), "while building")
+        self.mark("build")
         lineup = "same_seed"
         first = self.trials()
-        if first is not None and not out.done:
-            self.copy_reference_parameters()
+        self.mark("trials")
+        if first is not None and not out.done and self.copy_reference_parameters():
             second = self.trials()
             if second is None and not out.done:
                 lineup = "copied_by_name"
                 out.warnings.append("ModelNew matched only with the reference's parameters copied in by name; built "
                                     "under the same seed it differs (does it create parameters in another order?)")
             elif second is not None:
-                out.fail(Verdict.mismatch, mismatch=second,
-                         mismatch_same_seed=first, trials=second.get("trial", 0) + 1)
+                out.fail(Verdict.mismatch, mismatch=first, mismatch_copied=second, trials=first.get("trial", 0) + 1)
                 return
+        elif first is not None and not out.done:
+            out.fail(Verdict.mismatch, mismatch=first, trials=first.get("trial", 0) + 1)
+            return
         if out.done:
             return
         out.fields["lineup"] = lineup
         out.fields["trials"] = self.limits.trials
         self._precision_report()
         self.progress(0.75, "checking the work is done by the candidate's kernels")
-        if not self.dependence() or self.device != "cuda":
+        dependent = self.dependence()
+        self.mark("dependence")
+        if not dependent or self.device != "cuda":
             return
         from .referee_timing import profile_share, time_candidate
 
         out.fields["work"] = profile_share(self)
+        self.mark("profile")
         self.progress(0.8, "timing")
         time_candidate(self)
+        self.mark("timing")
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
@@ -249,7 +268,8 @@ class Evaluation:
             torch.cuda.synchronize()
         self.referee.account(self.ref, int(reply.get("reserved", 0)))
 
-    def copy_reference_parameters(self) -> None:
+    def copy_reference_parameters(self) -> bool:
+        """True when at least one parameter or buffer was copied (else a second line-up is pointless)."""
         state, bufs = self.referee.call_ref(self.ref, {"op": "state"}, self.deadline, "reading the reference's state")
         names = state.get("names", [])
         values = wire.decode_value(state["values"], bufs)
@@ -258,9 +278,11 @@ class Evaluation:
         reply, _ = self.cand_call({"op": "load_state", "names": names, "values": wire.encode_value(lent, buffers)},
                                   buffers)
         self.release()
+        copied = reply.get("copied") or []
         if reply.get("skipped"):
             self.out.warnings.append(f"reference parameters not copied into ModelNew (name or shape differs): "
                                      f"{[str(n)[:60] for n in reply['skipped'][:5]]}")
+        return bool(copied)
 
     # -- does the output depend on the candidate's kernels? ----------------------------------------
     def dependence(self) -> bool:

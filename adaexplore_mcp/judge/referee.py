@@ -181,5 +181,5 @@ def _policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandbox.Sand
     return sandbox.SandboxPolicy(
         hidden_dirs=(str(home),), writable_dirs=(str(cache_dir),), tmp_dir="/tmp",
         max_address_space=None if device == "cuda" else 16 << 30,
-        pid_namespace=mode != "no-pid",
+        pid_namespace=mode != "no-pid", private_shm=device != "cuda",
     )

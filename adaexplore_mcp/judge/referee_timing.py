@@ -88,12 +88,22 @@ class _Sides:
     def ref(self, header: dict, buffers: list) -> tuple[dict, list]:
         return self.ev.referee.call_ref(self.ev.ref, header, self.ev.deadline, "timing the reference", buffers)
 
-    def make(self, seeds: list[int], key: str) -> tuple[Any, list[Any]]:
-        """Input sets drawn by the reference: (their wire form, to lend to the candidate; reference outputs)."""
+    def make(self, seeds: list[int], key: str) -> tuple[list[list[Any]], list[Any]]:
+        """Input sets drawn by the reference, copied into the referee's memory (the copies are what both
+        sides are lent, so both pay the same cost to map them inside their timed blocks), and the
+        reference's outputs for them."""
         reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key},
                                                self.ev.deadline, "running the reference")
-        sets = reply["sets"]
-        return {"list": [s["inputs"] for s in sets]}, [wire.decode_value(s["output"], bufs) for s in sets]
+        sets = [[x.clone() if isinstance(x, torch.Tensor) else x for x in wire.decode_value(s["inputs"], bufs)]
+                for s in reply["sets"]]
+        expected = [wire.decode_value(s["output"], bufs) for s in reply["sets"]]
+        torch.cuda.synchronize()
+        return sets, expected
+
+    @staticmethod
+    def lend(sets: list[list[Any]]) -> dict[str, Any]:
+        buffers: list[Any] = []
+        return {"sets": wire.encode_value(sets, buffers)}
 
     def release_ref(self, only: str | None = None) -> None:
         self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
@@ -112,10 +122,10 @@ def time_candidate(ev: Any) -> None:
         calls = max(2, min(reps // ROUNDS + 1, BLOCK_MEMORY_BYTES // out_bytes))
         sets_count = max(1, min(calls, BLOCK_MEMORY_BYTES // max(1, in_bytes + out_bytes)))
         seeds = [random.getrandbits(62) for _ in range(sets_count)]
-        sets_wire, expected = sides.make(seeds, "timing")
+        sets, expected = sides.make(seeds, "timing")
         cand_blocks = []
         for _ in range(ROUNDS):
-            times, wall, outs = _block(sides.cand, {"sets": sets_wire, "calls": calls}, [])
+            times, wall, outs = _block(sides.cand, {**sides.lend(sets), "calls": calls}, [])
             if not times:
                 out.error(outs[0] if outs else {})
                 return
@@ -125,13 +135,14 @@ def time_candidate(ev: Any) -> None:
             ev.cand_call({"op": "release"})
             cand_blocks.append((times, wall))
         ev.cand.kill()  # nothing it left running may slow the reference down
-        del expected
+        del expected, sets
         sides.release_ref()
-        sides.make(seeds, "timing")  # drawn again: the candidate could write the sets it was lent
+        sets, _ = sides.make(seeds, "timing")  # drawn again: the candidate could write the sets it was lent
+        sides.release_ref()
         ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
         for _ in range(ROUNDS):
             for mode in ("strict", "tf32"):
-                times, wall, outs = _block(sides.ref, {"key": "timing", "calls": calls, "mode": mode}, [])
+                times, wall, outs = _block(sides.ref, {**sides.lend(sets), "calls": calls, "mode": mode}, [])
                 del outs
                 sides.release_ref("timed")
                 ref_blocks[mode].append((times, wall))
@@ -141,16 +152,17 @@ def time_candidate(ev: Any) -> None:
 
 def _estimate(ev: Any, sides: _Sides) -> float:
     """Milliseconds of one candidate + references round, from a short block of each (untimed)."""
-    sets_wire, _ = sides.make([random.getrandbits(62)], "estimate")
-    times_c, _, outs = _block(sides.cand, {"sets": sets_wire, "calls": 3}, [])
+    sets, _ = sides.make([random.getrandbits(62)], "estimate")
+    sides.release_ref()
+    times_c, _, outs = _block(sides.cand, {**sides.lend(sets), "calls": 3}, [])
     if not times_c:
         ev.out.error(outs[0] if outs else {})
         return 0.0
     del outs
     ev.cand_call({"op": "release"})
-    times_r, _, outs = _block(sides.ref, {"key": "estimate", "calls": 3}, [])
+    times_r, _, outs = _block(sides.ref, {**sides.lend(sets), "calls": 3}, [])
     del outs
-    sides.release_ref()
+    sides.release_ref("timed")
     return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
 
 

@@ -69,8 +69,8 @@ class Zygote:
             raise RuntimeError("the runner zygote did not hand over a connection")
         return int(json.loads(msg)["pid"]), Connection(fds[0])
 
-    def reap(self, pid: int) -> int | None:
-        self.sock.sendall(json.dumps({"op": "reap", "pid": pid}).encode() + b"\n")
+    def reap(self, pid: int, wait_s: float = 5.0) -> int | None:
+        self.sock.sendall(json.dumps({"op": "reap", "pid": pid, "wait_s": wait_s}).encode() + b"\n")
         line = self.reader.readline()
         return json.loads(line).get("status") if line else None
 
@@ -132,7 +132,17 @@ class RunnerHandle:
 
     def _gone(self, kind: str, message: str) -> RunnerGone:
         log = self.log_tail()
-        status = self.kill()
+        status = None
+        if kind == "crashed" and self.alive:  # it ended on its own: learn how before anything else
+            try:
+                status = self.zygote.reap(self.pid, wait_s=1.0)
+            except (OSError, ValueError):
+                pass
+        if status is not None:
+            self.alive = False
+            self._cleanup()
+        else:
+            status = self.kill()
         return RunnerGone(kind, message, log, status)
 
     def log_tail(self) -> str:
@@ -154,18 +164,18 @@ class RunnerHandle:
         except OSError:
             pass
         try:
-            self.conn.close()
-        except OSError:
-            pass
-        try:
             status = self.zygote.reap(self.pid)
         except (OSError, ValueError):
             status = None
-        try:
-            self.log_path.unlink()
-        except OSError:
-            pass
+        self._cleanup()
         return status
+
+    def _cleanup(self) -> None:
+        for close in (self.conn.close, self.log_path.unlink):
+            try:
+                close()
+            except OSError:
+                pass
 
     def close(self, deadline_s: float = 2.0) -> None:
         """Ask politely, then kill: used for runners whose process has done nothing wrong."""

@@ -1,51 +1,43 @@
-"""Confine a runner (the process that imports and runs untrusted candidate or reference code).
+"""Confine a runner, the process that imports and runs untrusted candidate or reference code.
 
-A runner is forked from the warm zygote and calls `enter(policy)` first thing, single-threaded, before
-CUDA is initialized and before any untrusted import. Everything here is an existing kernel mechanism,
-reached through libc with ctypes; nothing is emulated. Why each one is there (the threat is a hostile
-candidate):
+A runner is forked from the warm zygote and calls `enter(policy)` first, single-threaded, before CUDA
+is initialized and before any untrusted import. Only kernel mechanisms are used, through libc (ctypes).
+The threat is a hostile candidate; why each mechanism is there:
 
-- PR_SET_PDEATHSIG(SIGKILL) + setsid: a runner whose parent dies dies too, and is out of the server's
-  process group, so it can neither be left behind nor receive the terminal's signals.
-- pid namespace + a fresh /proc: the candidate cannot see or signal the server (`kill(server_pid)` finds
-  no such pid), cannot read the server's environment or command line through /proc/<pid>/environ, and
-  everything it starts dies with it: the runner is pid 1 of the namespace, and when pid 1 dies the kernel
-  kills every process in it. The caller is not moved into a new pid namespace by unshare(), so `enter`
-  forks once more; the intermediate process (the pid the parent knows) only waits and relays the exit
-  status, and because the sandbox has PDEATHSIG on it, killing the intermediate kills the whole namespace.
-- mount namespace (made private first, so nothing propagates back to the host):
-  - an empty read-only tmpfs over each hidden dir: the server's data dir, with the shared SQLite store,
-    can be neither read nor written;
-  - a private, size-limited tmpfs on /tmp and another on /dev/shm (TMPDIR points at `tmp_dir`): scratch
-    files cannot fill the disk or the host's shared memory, or be seen by other runs;
-  - / and every other mount bind-remounted read-only (never a superblock remount, which would change the
-    host), except /dev (CUDA needs /dev/nvidia*, /dev/shm stays usable), /proc, the private tmp and the
-    `writable_dirs` (e.g. the Triton cache), which are bind-mounted onto themselves first so they keep
-    their own, writable mount. A writable dir inside a hidden dir is bound back into the hidden tmpfs.
-    /proc/sys and friends are made read-only too (uid 0 may write sysctls without any capability).
-- network namespace: an empty one (loopback down): no exfiltration, no talking to local services such
-  as the server's own HTTP endpoint.
-- user namespace: only for a non-root caller, who needs it to create the others (its own uid and gid
-  are mapped, setgroups denied). Root with CAP_SYS_ADMIN creates the namespaces directly.
-- rlimits: RLIMIT_FSIZE (SIGXFSZ ignored, so a big write fails with EFBIG instead of killing the runner),
-  RLIMIT_NOFILE, RLIMIT_CORE=0 (no multi-GB core dumps of a CUDA process), RLIMIT_AS when asked (only
-  without CUDA, which reserves huge virtual ranges).
-- all capabilities dropped (bounding, ambient, effective, permitted) and PR_SET_NO_NEW_PRIVS, after the
-  mounts are set up: otherwise a candidate holding CAP_SYS_ADMIN (root, or anyone in its user namespace)
-  could simply unmount the tmpfs over the data dir or remount / read-write.
+- PDEATHSIG(SIGKILL), setsid: a runner dies with its parent, never left behind, out of its terminal.
+- pid namespace + a fresh /proc: the server cannot be seen or signalled (`kill(server_pid)`: ESRCH), nor
+  its environment read through /proc/<pid>/, and all the candidate starts dies with the runner, pid 1 of
+  the namespace (when pid 1 dies, the kernel kills the rest). unshare() does not move the caller into
+  the namespace, so `enter` forks once more: the caller becomes a relay that waits and passes on the exit
+  status (a signal death as the same signal); pid 1 has PDEATHSIG on the relay, so killing the pid the
+  parent knows kills everything.
+- mount namespace, made private first (nothing may propagate to the host): an empty read-only tmpfs over
+  each hidden dir (the data dir: the shared SQLite store can be neither read nor written); private
+  size-limited tmpfs on /tmp and /dev/shm (no filling the disk or the host's shared memory, nothing seen
+  by other runs); every mount bind-remounted read-only (never a superblock remount: that would change the
+  host) except /dev (CUDA needs /dev/nvidia*), /proc, the private tmp and the writable dirs, which get a
+  mount of their own first (bound back into place when under a hidden dir); /proc/sys and friends
+  read-only too, as uid 0 may write sysctls without any capability.
+- network namespace, empty, loopback down: nowhere to send data, not even the server's HTTP port.
+- user namespace, only without CAP_SYS_ADMIN (a normal user needs it for the others): maps the caller's
+  own uid and gid, setgroups denied.
+- rlimits: FSIZE (SIGXFSZ ignored: EFBIG instead of death), NOFILE, CORE=0, AS when asked (not with CUDA,
+  which reserves huge virtual ranges).
+- every capability dropped, then PR_SET_NO_NEW_PRIVS: with CAP_SYS_ADMIN (root, or anyone in its own user
+  namespace) a candidate could simply unmount the tmpfs over the data dir.
 
 Known gap for a root caller: uid 0 without capabilities still passes the permission bits of root-owned
-files, and /dev is the host's (on purpose, see above), so root-owned device nodes stay reachable. Run
-the server as a normal user when candidates are hostile.
+files, and /dev is the host's, so root-owned device nodes stay reachable. Serve as a normal user.
 
-Every mechanism that is unavailable (EPERM in a container, a kernel without user namespaces, not Linux)
-is recorded in `SandboxReport.missing` with a one-line reason and the rest still applies; `enter` raises
-only on programming errors.
+An unavailable mechanism (EPERM in a container, no user namespaces, not Linux) is recorded in
+`SandboxReport.missing` with a one-line reason and the rest still applies; `enter` raises only on
+programming errors.
 """
 
 from __future__ import annotations
 
 import ctypes
+import contextlib
 import json
 import os
 import re
@@ -56,18 +48,15 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE = 1024, 2048, 4096, 16384, 1 << 18
-MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 1 << 18, 1 << 21, 1 << 24
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 38, 47, 4
-CAP_SYS_ADMIN = 21
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
-# statvfs f_flag bit -> mount flag that must be repeated on a bind remount (locked in a user namespace)
-_KEPT_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME),
-               (4096, MS_RELATIME))
+# statvfs f_flag bit -> the mount flag a bind remount must repeat (they are locked in a user namespace)
+_KEPT_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, 1024), (2048, 2048), (4096, MS_RELATIME))
 _PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 _NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns")
 EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody wants this runner
@@ -76,8 +65,8 @@ EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody
 @dataclass(frozen=True)
 class SandboxPolicy:
     hidden_dirs: tuple[str, ...] = ()  # an empty read-only tmpfs is mounted over each
-    writable_dirs: tuple[str, ...] = ()  # stay writable even when the rest of / is read-only
-    tmp_dir: str | None = None  # a private size-limited tmpfs on /tmp, also reachable here; TMPDIR points here
+    writable_dirs: tuple[str, ...] = ()  # stay writable (e.g. the Triton cache) when / is read-only
+    tmp_dir: str | None = None  # private tmpfs on /tmp (and /dev/shm), reachable here too; TMPDIR=tmp_dir
     tmp_size_mb: int = 256
     max_file_bytes: int = 64 << 20  # RLIMIT_FSIZE
     max_open_files: int = 512  # RLIMIT_NOFILE
@@ -85,6 +74,9 @@ class SandboxPolicy:
     pid_namespace: bool = True
     network: bool = False  # False -> a new, empty network namespace
     readonly_root: bool = True
+    # A private /dev/shm too; False on a GPU: torch's CUDA IPC keeps its reference counters in files
+    # there that the other side opens by name.
+    private_shm: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,39 +86,41 @@ class SandboxReport:
 
     @property
     def summary(self) -> str:
-        parts = (["namespaces"] if any(m in self.mechanisms for m in _NAMESPACES) else []) + (
-            ["rlimits"] if "rlimits" in self.mechanisms else [])
-        return "+".join(parts) or "none"
+        """Shown in every evaluation result: "namespaces+rlimits", "rlimits" or "none"."""
+        parts = ["namespaces"] if any(m in self.mechanisms for m in _NAMESPACES) else []
+        return "+".join(parts + (["rlimits"] if "rlimits" in self.mechanisms else [])) or "none"
 
 
 class _Log:
     def __init__(self) -> None:
-        self.mechanisms: list[str] = []
-        self.missing: list[str] = []
+        self.mechanisms, self.missing = list[str](), list[str]()
 
     def ok(self, name: str) -> None:
         if name not in self.mechanisms:
             self.mechanisms.append(name)
 
     def miss(self, name: str, why: object) -> None:
-        self.missing.append(f"{name}: {_why(why) if isinstance(why, OSError) else why}")
+        if isinstance(why, OSError):
+            why = (why.strerror or str(why)) + (f" ({why.filename})" if why.filename else "")
+        self.missing.append(f"{name}: {why}")
 
-    def report(self) -> SandboxReport:
-        return SandboxReport(tuple(self.mechanisms), tuple(self.missing))
+    def attempt(self, name: str, fn: Callable[..., object], *args: object) -> bool:
+        """Run one step; record it as applied, or as missing with the reason it failed."""
+        try:
+            fn(*args)
+        except OSError as e:
+            self.miss(name, e)
+            return False
+        self.ok(name)
+        return True
 
-
-def _why(e: OSError) -> str:
-    return (e.strerror or str(e)) + (f" ({e.filename})" if e.filename else "")
-
-
-# ---- thin libc bindings -------------------------------------------------------------------------------
 
 _LINUX = sys.platform.startswith("linux")
 _libc = ctypes.CDLL(None, use_errno=True) if _LINUX else None
 if _libc is not None:
-    _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
     _libc.unshare.argtypes = [ctypes.c_int]
-    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
     _libc.capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
 
@@ -136,59 +130,47 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, os.strerror(err), what)
 
 
-def _b(s: str | None) -> bytes | None:
-    return None if s is None else os.fsencode(s)
-
-
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(_libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)), target)
+    b = [None if s is None else os.fsencode(s) for s in (source, target, fstype, data)]
+    _check(_libc.mount(b[0], b[1], b[2], flags, b[3]), target)
 
 
-def _prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
-    _check(_libc.prctl(option, arg, arg3, 0, 0), f"prctl({option})")
+def _prctl(option: int, arg: int = 0) -> None:
+    _check(_libc.prctl(option, arg, 0, 0, 0), f"prctl({option})")
 
 
-def _unshare(flags: int, what: str) -> None:
-    _check(_libc.unshare(flags), what)
+def _unshare(flag: int) -> None:
+    names = {CLONE_NEWUSER: "CLONE_NEWUSER", CLONE_NEWNS: "CLONE_NEWNS", CLONE_NEWPID: "CLONE_NEWPID"}
+    _check(_libc.unshare(flag), f"unshare({names.get(flag, 'CLONE_NEWNET')})")
 
 
-# The parent of a freshly forked child, recorded at fork time: if it is already gone when `enter` arms
+# The parent of a forked child, as it was at fork time: if it is gone by the time `enter` arms
 # PR_SET_PDEATHSIG, the signal will never come, so `enter` exits instead.
-_pending_parent: int | None = None
-_fork_parent: int | None = None
+_fork = {"pending": 0, "parent": 0}
+os.register_at_fork(before=lambda: _fork.update(pending=os.getpid()),
+                    after_in_child=lambda: _fork.update(parent=_fork["pending"]))
 
-
-def _before_fork() -> None:
-    global _pending_parent
-    _pending_parent = os.getpid()
-
-
-def _after_fork_in_child() -> None:
-    global _fork_parent
-    _fork_parent = _pending_parent
-
-
-os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-
-
-# ---- enter --------------------------------------------------------------------------------------------
 
 def enter(policy: SandboxPolicy) -> SandboxReport:
     """Confine the calling process (a freshly forked, single-threaded child). With a pid namespace this
-    returns in a new grandchild, pid 1 of the namespace; the caller's process only relays its exit.
-    PR_SET_PDEATHSIG fires when the *thread* that forked the caller exits: fork from one that outlives it."""
+    returns in a new grandchild, pid 1 of the namespace, and the caller's process only relays its exit.
+    PDEATHSIG fires when the *thread* that forked the caller ends: fork from one that outlives it."""
     if not isinstance(policy, SandboxPolicy):
         raise TypeError(f"enter() needs a SandboxPolicy, got {type(policy).__name__}")
     for d in policy.hidden_dirs + policy.writable_dirs + ((policy.tmp_dir,) if policy.tmp_dir else ()):
         if not os.path.isabs(d):
             raise ValueError(f"sandbox paths must be absolute: {d!r}")
     log = _Log()
-    if not _LINUX:
-        log.miss("namespaces", f"not Linux ({sys.platform})")
-    else:
-        _die_with_parent(log)
+    if _LINUX:
+        log.attempt("pdeathsig", _prctl, PR_SET_PDEATHSIG, signal.SIGKILL)
+        if _fork["parent"] and os.getppid() != _fork["parent"]:
+            os._exit(EXIT_ORPHANED)
+        with contextlib.suppress(OSError):
+            os.setsid()  # fails only for a session leader
         _enter_namespaces(policy, log)
-    _set_rlimits(policy, log)
+    else:
+        log.miss("namespaces", f"not Linux ({sys.platform})")
+    _set_rlimits(policy, log)  # before the fork: the relay must not dump core either
     if "pid-ns" in log.mechanisms:
         _fork_into_pid_namespace(log)
     if "mount-ns" in log.mechanisms:
@@ -197,75 +179,32 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
         log.miss("mounts", "no mount namespace: nothing hidden, / stays writable")
     if _LINUX:
         _drop_privileges(log)
-    return log.report()
+    return SandboxReport(tuple(log.mechanisms), tuple(log.missing))
 
 
-def _die_with_parent(log: _Log) -> None:
-    try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        log.ok("pdeathsig")
-    except OSError as e:
-        log.miss("pdeathsig", e)
-    if _fork_parent is not None and os.getppid() != _fork_parent:
-        os._exit(EXIT_ORPHANED)
-    try:
-        os.setsid()
-    except OSError:
-        pass  # already a session leader
-
-
-def _privileged() -> bool:
-    if os.geteuid() != 0:
-        return False
+def _has_cap_sys_admin() -> bool:
     try:
         with open("/proc/self/status") as f:
-            eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
-        return bool(eff >> CAP_SYS_ADMIN & 1)
+            return bool(next(int(ln.split()[1], 16) for ln in f if ln.startswith("CapEff:")) >> 21 & 1)
     except (OSError, StopIteration, ValueError):
         return False
 
 
+def _new_user_namespace(uid: int, gid: int) -> None:
+    _unshare(CLONE_NEWUSER)
+    for path, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{path}", "wb", buffering=0) as f:
+            f.write(text.encode())  # one write(), as the kernel requires
+
+
 def _enter_namespaces(policy: SandboxPolicy, log: _Log) -> None:
-    wanted = [(CLONE_NEWNS, "mount-ns")]
-    if policy.pid_namespace:
-        wanted.append((CLONE_NEWPID, "pid-ns"))
-    if not policy.network:
-        wanted.append((CLONE_NEWNET, "net-ns"))
-    if not _privileged():
-        uid, gid = os.geteuid(), os.getegid()
-        try:
-            _unshare(CLONE_NEWUSER, "unshare(CLONE_NEWUSER)")
-        except OSError as e:
-            log.miss("user-ns", e)
-            for _, name in wanted:
-                log.miss(name, "needs a user namespace (not privileged)")
-            return
-        try:
-            _map_ids(uid, gid)
-            log.ok("user-ns")
-        except OSError as e:
-            log.miss("user-ns", f"id maps not written, files created here may fail: {_why(e)}")
+    wanted = [(CLONE_NEWNS, "mount-ns"), (CLONE_NEWPID, "pid-ns"), (CLONE_NEWNET, "net-ns")]
+    wanted = [w for w in wanted if {"pid-ns": policy.pid_namespace, "net-ns": not policy.network}.get(w[1], True)]
+    if not _has_cap_sys_admin() and not log.attempt("user-ns", _new_user_namespace, os.geteuid(), os.getegid()):
+        log.missing += [f"{name}: needs a user namespace (no CAP_SYS_ADMIN)" for _, name in wanted]
+        return
     for flag, name in wanted:
-        try:
-            _unshare(flag, f"unshare({name})")
-            log.ok(name)
-        except OSError as e:
-            log.miss(name, e)
-
-
-def _map_ids(uid: int, gid: int) -> None:
-    for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1\n"),
-                       ("/proc/self/gid_map", f"{gid} {gid} 1\n")):
-        try:
-            fd = os.open(path, os.O_WRONLY)
-        except FileNotFoundError:
-            if path.endswith("setgroups"):
-                continue  # kernels before 3.19 have no setgroups file
-            raise
-        try:
-            os.write(fd, text.encode())  # one write(), as the kernel requires
-        finally:
-            os.close(fd)
+        log.attempt(name, _unshare, flag)
 
 
 def _fork_into_pid_namespace(log: _Log) -> None:
@@ -277,48 +216,35 @@ def _fork_into_pid_namespace(log: _Log) -> None:
     alive_r, alive_w = os.pipe()
     try:
         pid = os.fork()
-    except OSError as e:
-        os.close(alive_r)
-        os.close(alive_w)
+    except OSError as e:  # e.g. out of pids: go on outside the namespace
+        for fd in (alive_r, alive_w):
+            os.close(fd)
         log.mechanisms.remove("pid-ns")
-        log.miss("pid-ns", f"fork into the namespace failed: {_why(e)}")
+        log.miss("pid-ns", e)
         return
     if pid == 0:
         os.close(alive_w)
-        try:
+        with contextlib.suppress(OSError):  # a failure is already reported
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except OSError:
-            pass  # already reported as missing
         os.set_blocking(alive_r, False)
-        try:
+        with contextlib.suppress(BlockingIOError):
             if os.read(alive_r, 1) == b"":  # the relay died before PDEATHSIG was armed
                 os._exit(EXIT_ORPHANED)
-        except BlockingIOError:
-            pass
         os.close(alive_r)
         return
-    _relay(pid, close=[fd for fd in open_fds if fd > 2])
-
-
-def _relay(child: int, close: list[int]) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    for fd in close:  # the parent sees EOF on its socket exactly when the sandbox is gone
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    for fd in open_fds:  # the parent then sees EOF on its socket exactly when the sandbox is gone
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                os.close(fd)
     try:
-        _, status = os.waitpid(child, 0)
-        code = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     except ChildProcessError:
         code = 1
     if code < 0:
-        try:
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be reset, nor need to
             signal.signal(-code, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass  # SIGKILL and SIGSTOP cannot be reset, and need not be
         os.kill(os.getpid(), -code)
         code = 128 - code
     os._exit(code)
@@ -329,74 +255,60 @@ class _Mounts:
 
     def __init__(self, policy: SandboxPolicy, log: _Log) -> None:
         self.policy, self.log = policy, log
-        self.hidden: list[str] = []
-        for d in map(os.path.realpath, policy.hidden_dirs):
-            if os.path.isdir(d):
-                self.hidden.append(d)
-            elif os.path.lexists(d):
+        self.hidden = [d for d in map(os.path.realpath, policy.hidden_dirs) if os.path.isdir(d)]
+        for d in set(map(os.path.realpath, policy.hidden_dirs)) - set(self.hidden):
+            if os.path.lexists(d):
                 log.miss("hidden-dirs", f"not a directory, not hidden ({d})")
         self.writable = [os.path.realpath(d) for d in policy.writable_dirs]
         self.tmp = os.path.realpath(policy.tmp_dir) if policy.tmp_dir else None
         self.exempt = ["/dev", "/proc"] + self.writable + self.hidden
-        self.hidden_mounted: list[str] = []
 
     def apply(self) -> None:
-        try:
-            _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        except OSError as e:  # mounting anything now could propagate to the host
-            self.log.miss("mounts", f"/ could not be made private, nothing mounted: {_why(e)}")
+        log = self.log
+        if not log.attempt("private-mounts", _mount, None, "/", None, MS_REC | MS_PRIVATE):
+            log.miss("mounts", "nothing mounted: it could propagate to the host")
             return
-        if "pid-ns" in self.log.mechanisms:
-            self._step("fresh-proc", _mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        writable_fds = self._open_writable()
-        self._covers()
+        if "pid-ns" in log.mechanisms:
+            log.attempt("fresh-proc", _mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        writable_fds = []
+        for path in self.writable:  # opened before the covers, to bind the real dirs back under them
+            try:
+                os.makedirs(path, exist_ok=True)
+                writable_fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
+            except OSError as e:
+                log.miss("writable-dirs", e)
+        hidden = self._covers()
         for path, fd in writable_fds:
-            self._step("writable-dirs", self._bind_writable, path, fd)
+            log.attempt("writable-dirs", self._bind_writable, path, fd)
             os.close(fd)
-        for path in self.hidden_mounted:
-            self._step("hidden-dirs", _mount, None, path, None,
-                       MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for path in hidden:
+            log.attempt("hidden-dirs", _mount, None, path, None,
+                        MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
         if self.policy.readonly_root:
             self._readonly_root()
 
-    def _step(self, name: str, fn, *args) -> bool:
-        try:
-            fn(*args)
-        except OSError as e:
-            self.log.miss(name, e)
-            return False
-        self.log.ok(name)
-        return True
-
-    def _open_writable(self) -> list[tuple[str, int]]:
-        fds = []
-        for path in self.writable:
-            try:
-                os.makedirs(path, exist_ok=True)
-                fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
-            except OSError as e:
-                self.log.miss("writable-dirs", e)
-        return fds
-
-    def _covers(self) -> None:
-        """tmpfs mounts, shallowest first: hidden dirs (read-write until writable dirs are bound back)
-        and the private /tmp."""
+    def _covers(self) -> list[str]:
+        """tmpfs mounts, shallowest first: the hidden dirs (read-write until the writable dirs are bound
+        back) and the private /tmp and /dev/shm. Returns the hidden dirs covered."""
+        size = f"size={max(1, self.policy.tmp_size_mb)}m,mode=1777"
         covers = [(p, "size=1m,mode=755") for p in self.hidden]
         if self.tmp:
-            covers.append(("/tmp", f"size={max(1, self.policy.tmp_size_mb)}m,mode=1777"))
-            if os.path.isdir("/dev/shm"):
-                covers.append(("/dev/shm", f"size={max(1, self.policy.tmp_size_mb)}m,mode=1777"))
+            shared = () if self.policy.private_shm else ("/dev/shm",)
+            covers += [(p, size) for p in ("/tmp", "/dev/shm") if os.path.isdir(p) and p not in shared]
+        hidden = []
         for path, opts in sorted(covers, key=lambda c: c[0].count("/")):
             name = "private-tmp" if path in ("/tmp", "/dev/shm") else "hidden-dirs"
             try:
-                os.makedirs(path, exist_ok=True)  # a hidden dir under an earlier cover: still an empty dir
+                os.makedirs(path, exist_ok=True)  # a hidden dir under an earlier cover is still shown, empty
             except OSError as e:
                 self.log.miss(name, e)
                 continue
-            if self._step(name, _mount, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) and name == "hidden-dirs":
-                self.hidden_mounted.append(path)
+            if self.log.attempt(name, _mount, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) \
+                    and name == "hidden-dirs":
+                hidden.append(path)
         if self.tmp and "private-tmp" in self.log.mechanisms:
-            self._step("private-tmp", self._tmp_dir)
+            self.log.attempt("private-tmp", self._tmp_dir)
+        return hidden
 
     def _tmp_dir(self) -> None:
         os.makedirs(self.tmp, exist_ok=True)
@@ -407,34 +319,24 @@ class _Mounts:
         self.exempt += ["/tmp", self.tmp]
 
     def _bind_writable(self, path: str, fd: int) -> None:
-        here = os.stat(path) if os.path.isdir(path) else None
-        there = os.fstat(fd)
+        here, there = (os.stat(path) if os.path.isdir(path) else None), os.fstat(fd)
         if here is not None and (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
-            _mount(path, path, None, MS_BIND | MS_REC)  # its own mount, left writable below
+            _mount(path, path, None, MS_BIND | MS_REC)  # a mount of its own, left writable below
         else:  # under a cover: bring the real directory back
             os.makedirs(path, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
 
     def _readonly_root(self) -> None:
-        forced = []
-        for path in _PROC_READONLY:
-            if os.path.exists(path):
-                try:
-                    _mount(path, path, None, MS_BIND | MS_REC)
-                    forced.append(path)
-                except OSError as e:
-                    self.log.miss("ro-root", f"{path} stays writable: {_why(e)}")
+        forced = [p for p in _PROC_READONLY if os.path.exists(p)
+                  and self.log.attempt("ro-proc", _mount, p, p, None, MS_BIND | MS_REC)]
         root_ok, failed = False, []
         for point in _mount_points():
             if point not in forced and any(_under(point, e) for e in self.exempt):
                 continue
             try:
-                flags = MS_REMOUNT | MS_BIND | MS_RDONLY
                 kept = os.statvfs(point).f_flag
-                flags |= sum(ms for st, ms in _KEPT_FLAGS if kept & st)
-                if not kept & (1024 | 4096):
-                    flags |= MS_STRICTATIME
-                _mount(None, point, None, flags)
+                flags = MS_REMOUNT | MS_BIND | MS_RDONLY | sum(ms for st, ms in _KEPT_FLAGS if kept & st)
+                _mount(None, point, None, flags | (0 if kept & (1024 | 4096) else MS_STRICTATIME))
                 root_ok = root_ok or point == "/"
             except OSError as e:
                 failed.append(f"{point} ({e.strerror})")
@@ -452,25 +354,21 @@ def _under(path: str, prefix: str) -> bool:
 
 
 def _mount_points() -> list[str]:
-    seen: dict[str, None] = {}
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-            seen.setdefault(point, None)
-    return list(seen)
+    with open("/proc/self/mountinfo") as f:  # field 5 is the mount point, with octal escapes
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), ln.split()[4]) for ln in f]
+    return list(dict.fromkeys(points))
 
 
 def _set_rlimits(policy: SandboxPolicy, log: _Log) -> None:
     limits = [(resource.RLIMIT_FSIZE, policy.max_file_bytes), (resource.RLIMIT_NOFILE, policy.max_open_files),
-              (resource.RLIMIT_CORE, 0)]
-    if policy.max_address_space is not None:
-        limits.append((resource.RLIMIT_AS, policy.max_address_space))
+              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, policy.max_address_space)]
     ok = True
     for res, value in limits:
         try:
-            hard = resource.getrlimit(res)[1]
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(res, (value, value))
+            if value is not None:
+                hard = resource.getrlimit(res)[1]
+                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                resource.setrlimit(res, (value, value))
         except (OSError, ValueError) as e:
             ok = False
             log.miss("rlimits", f"resource {res}: {e}")
@@ -480,7 +378,7 @@ def _set_rlimits(policy: SandboxPolicy, log: _Log) -> None:
 
 
 def _drop_privileges(log: _Log) -> None:
-    """No way back: the mounts above cannot be undone without CAP_SYS_ADMIN."""
+    """No way back: without CAP_SYS_ADMIN the mounts above cannot be undone."""
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             last = int(f.read())
@@ -490,26 +388,13 @@ def _drop_privileges(log: _Log) -> None:
         try:
             _prctl(PR_CAPBSET_DROP, cap)
         except OSError:
-            break  # EINVAL: past the last cap; EPERM: no CAP_SETPCAP, hence no caps (no-new-privs covers exec)
-    try:
+            break  # EINVAL: past the last one; EPERM: no CAP_SETPCAP, so no caps (no-new-privs covers exec)
+    with contextlib.suppress(OSError):  # kernels before 4.3 have no ambient set
         _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    except OSError:
-        pass  # kernels before 4.3 have no ambient set
-    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()
-    try:
-        _check(_libc.capset(header, data), "capset")
-        log.ok("no-caps")
-    except OSError as e:
-        log.miss("no-caps", e)
-    try:
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        log.ok("no-new-privs")
-    except OSError as e:
-        log.miss("no-new-privs", e)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    log.attempt("no-caps", lambda: _check(_libc.capset(header, (ctypes.c_uint32 * 6)()), "capset"))
+    log.attempt("no-new-privs", _prctl, PR_SET_NO_NEW_PRIVS, 1)
 
-
-# ---- capabilities -------------------------------------------------------------------------------------
 
 _probed: dict[tuple[int, SandboxPolicy], SandboxReport] = {}
 
@@ -541,19 +426,19 @@ def _probe(policy: SandboxPolicy, timeout_s: float) -> SandboxReport:
         finally:
             os._exit(code)
     os.close(w)
-    chunks, deadline = [], time.monotonic() + timeout_s
+    data, deadline = b"", time.monotonic() + timeout_s
     try:
         while (left := deadline - time.monotonic()) > 0 and select.select([r], [], [], left)[0]:
             chunk = os.read(r, 65536)
             if not chunk:
                 break
-            chunks.append(chunk)
+            data += chunk
         else:
             os.kill(pid, signal.SIGKILL)
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
-    if not chunks:
-        return SandboxReport((), (f"probe: the probe child gave no report within {timeout_s:g}s",))
-    mechanisms, missing = json.loads(b"".join(chunks))
+        status = os.waitpid(pid, 0)[1]
+    if not data:
+        return SandboxReport((), (f"probe: no report within {timeout_s:g}s (wait status {status})",))
+    mechanisms, missing = json.loads(data)
     return SandboxReport(tuple(mechanisms), tuple(missing))

@@ -106,13 +106,13 @@ def serve(ctrl: socket.socket) -> None:
             parent_end.close()
         elif req["op"] == "reap":
             pid = int(req["pid"])
-            status = _reap(pid, children)
+            status = _reap(pid, children, float(req.get("wait_s", REAP_WAIT_S)))
             ctrl.sendall(json.dumps({"pid": pid, "status": status}).encode() + b"\n")
         _reap_all(children)
 
 
-def _reap(pid: int, children: dict[int, int | None]) -> int | None:
-    deadline = time.monotonic() + REAP_WAIT_S
+def _reap(pid: int, children: dict[int, int | None], wait_s: float) -> int | None:
+    deadline = time.monotonic() + wait_s
     while children.get(pid) is None and time.monotonic() < deadline:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -122,7 +122,7 @@ def _reap(pid: int, children: dict[int, int | None]) -> int | None:
             children[pid] = status
             break
         time.sleep(0.005)
-    return children.pop(pid, None)
+    return children.pop(pid, None) if children.get(pid) is not None else None
 
 
 def _reap_all(children: dict[int, int | None]) -> None:

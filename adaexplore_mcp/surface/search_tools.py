@@ -42,7 +42,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         """Start a kernel search on a task. `budget` is the number of kernels (steps) you will write, e.g. 20-100.
         `strategy`: 'adaexplore' (tree search: the server alternates small edits and fresh kernels; default),
         'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent fresh kernels).
-        `seed` makes the server's choices replayable. Cheap. Then loop: next_step -> expand_node."""
+        `seed` makes the server's choices replayable: any integer from -2**63 to 2**63-1, stored as given (a seed
+        outside that range is an error, not reduced). Cheap. Then loop: next_step -> expand_node."""
         app = get_app()
         search_id = app.search.start_search(task_id, budget, seed, strategy)
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,

@@ -1,0 +1,348 @@
+"""The runner sandbox: each test forks a runner that calls `enter(policy)`, then reports what it could
+and could not do over the socketpair it inherited (JSON lines). A mechanism the kernel or the container
+refuses here is skipped, naming the reason `enter` recorded."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import faulthandler
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, capabilities, enter
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox needs Linux"),
+    # Python 3.12 warns on every fork of a process with threads (torch's, on a GPU machine); the runners
+    # here only make system calls before exiting, and each read has a deadline.
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
+
+WAIT_S = 10.0
+Body = Callable[[socket.socket], dict[str, Any]]
+
+
+# ---- fork helpers -------------------------------------------------------------------------------------
+
+def send(sock: socket.socket, obj: Any) -> None:
+    sock.sendall(json.dumps(obj).encode() + b"\n")
+
+
+def errno_name(fn: Callable[[], Any]) -> str:
+    """'ok' or the errno name of the OSError `fn` raised."""
+    try:
+        fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno or 0, str(e))
+    return "ok"
+
+
+class Runner:
+    """A forked child that enters the sandbox, sends its report, runs `body` and sends what it returns.
+    `pid` is the process this test forked: with a pid namespace, the relay in front of the sandbox."""
+
+    live: list[int] = []
+
+    def __init__(self, policy: SandboxPolicy, body: Body) -> None:
+        self.sock, child_sock = socket.socketpair()
+        self.buf = b""
+        self.pid = os.fork()
+        if self.pid == 0:  # never returns into pytest
+            code = 0
+            try:
+                self.sock.close()
+                report = enter(policy)
+                send(child_sock, {"mechanisms": report.mechanisms, "missing": report.missing, "pid": os.getpid()})
+                send(child_sock, body(child_sock))
+            except BaseException:  # noqa: BLE001 - reported to the test, which fails with it
+                code = 1
+                try:
+                    send(child_sock, {"error": traceback.format_exc()})
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        child_sock.close()
+        Runner.live.append(self.pid)
+        self.report = self.read()
+
+    def read(self, timeout: float = WAIT_S) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                raise TimeoutError(f"runner {self.pid} said nothing for {timeout}s")
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError(f"runner {self.pid} closed the socket; status {self.wait()}")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        msg = json.loads(line)
+        if "error" in msg:
+            pytest.fail("in the sandbox:\n" + msg["error"])
+        return msg
+
+    def wait(self, timeout: float = WAIT_S) -> int:
+        """The raw wait status of the forked pid."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                Runner.live.remove(self.pid)
+                return status
+            time.sleep(0.01)
+        raise TimeoutError(f"runner {self.pid} still alive after {timeout}s")
+
+    def require(self, *mechanisms: str) -> None:
+        lacking = [m for m in mechanisms if m not in self.report["mechanisms"]]
+        if lacking:
+            why = "; ".join(self.report["missing"]) or "not applied"
+            pytest.skip(f"sandbox mechanism unavailable here: {', '.join(lacking)} ({why})")
+
+
+@pytest.fixture(autouse=True)
+def _no_runner_left_behind():
+    yield
+    for pid in list(Runner.live):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        Runner.live.remove(pid)
+
+
+def closes_within(fd: int, timeout: float) -> bool:
+    """True when every writer of the pipe `fd` reads from is gone (EOF) within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([fd], [], [], left)[0] and os.read(fd, 1) == b"":
+            return True
+    return False
+
+
+def sleep_holding(fd_to_hold: int, in_a_child: bool = True) -> Body:
+    """A body that holds `fd_to_hold` (a pipe's write end), says so, and sleeps; with `in_a_child`, a child
+    it starts inside the sandbox holds it too."""
+    def body(sock: socket.socket) -> dict[str, Any]:
+        if in_a_child and os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        send(sock, {"sleeping": True})
+        time.sleep(60)
+        return {}
+    return body
+
+
+# ---- tests --------------------------------------------------------------------------------------------
+
+def test_capabilities_is_a_cached_report_with_a_summary() -> None:
+    policy = SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=8)
+    report = capabilities(policy)
+    assert isinstance(report, SandboxReport)
+    assert report.summary in ("namespaces+rlimits", "namespaces", "rlimits", "none")
+    assert "rlimits" in report.mechanisms, report.missing
+    assert capabilities(policy) is report
+    assert SandboxReport(("pid-ns", "rlimits"), ()).summary == "namespaces+rlimits"
+    assert SandboxReport(("rlimits", "pdeathsig"), ("pid-ns: EPERM",)).summary == "rlimits"
+    assert SandboxReport((), ("everything: no",)).summary == "none"
+
+
+def test_the_server_is_neither_visible_nor_killable() -> None:
+    server = os.getpid()
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"kill": errno_name(lambda: os.kill(server, 0)),
+                "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}
+
+    runner = Runner(SandboxPolicy(), body)
+    runner.require("pid-ns")
+    seen = runner.read()
+    assert runner.report["pid"] == 1
+    assert seen["kill"] == "ESRCH"
+    runner.require("fresh-proc")
+    assert seen["pids"] == [1], seen
+    assert os.WEXITSTATUS(runner.wait()) == 0
+
+
+def test_a_hidden_dir_is_empty_and_read_only_but_a_writable_dir_inside_it_stays(tmp_path: Path) -> None:
+    data, kernels = tmp_path / "data", tmp_path / "data" / "kernels"
+    kernels.mkdir(parents=True)
+    (data / "store.sqlite3").write_text("secret")
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"listing": sorted(os.listdir(data)),
+                "read": errno_name(lambda: (data / "store.sqlite3").read_text()),
+                "write": errno_name(lambda: (data / "new").write_text("x")),
+                "kernel": errno_name(lambda: (kernels / "k.py").write_text("k"))}
+
+    runner = Runner(SandboxPolicy(hidden_dirs=(str(data),), writable_dirs=(str(kernels),)), body)
+    runner.require("mount-ns", "hidden-dirs")
+    seen = runner.read()
+    assert seen["listing"] == ["kernels"]
+    assert seen["read"] == "ENOENT"
+    assert seen["write"] in ("EROFS", "EACCES", "EPERM")
+    assert seen["kernel"] == "ok" and (kernels / "k.py").read_text() == "k"  # the real dir, bound back
+    assert (data / "store.sqlite3").read_text() == "secret" and not (data / "new").exists()
+
+
+def test_the_root_is_read_only_except_the_writable_dirs(tmp_path: Path) -> None:
+    cache = tmp_path / "triton-cache"
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"outside": errno_name(lambda: (tmp_path / "outside.txt").write_text("x")),
+                "cache": errno_name(lambda: (cache / "ok.txt").write_text("x")),
+                "devnull": errno_name(lambda: Path("/dev/null").write_text("x"))}
+
+    runner = Runner(SandboxPolicy(writable_dirs=(str(cache),)), body)
+    runner.require("mount-ns", "ro-root")
+    seen = runner.read()
+    assert seen["outside"] in ("EROFS", "EACCES", "EPERM") and not (tmp_path / "outside.txt").exists()
+    assert seen["cache"] == "ok" and (cache / "ok.txt").exists()
+    assert seen["devnull"] == "ok"
+
+
+def test_tmp_and_dev_shm_are_private_size_limited_and_tmpdir_points_there() -> None:
+    name = f"sandbox-test-{os.getpid()}-{time.time_ns()}"
+    host_devs = {os.stat("/tmp").st_dev, os.stat("/dev/shm").st_dev}
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        import tempfile
+
+        if host_devs & {os.stat("/tmp").st_dev, os.stat("/dev/shm").st_dev}:
+            return {"private": False}  # the test skips; write nothing into the host's /tmp or /dev/shm
+
+        def fill() -> None:
+            with open(f"/tmp/{name}.big", "wb") as f:
+                for _ in range(8):
+                    f.write(b"\0" * (1 << 20))
+        return {"tmpdir": os.environ.get("TMPDIR"), "gettempdir": tempfile.gettempdir(),
+                "small": errno_name(lambda: Path(f"/tmp/{name}").write_text("x")),
+                "shm": errno_name(lambda: Path(f"/dev/shm/{name}").write_text("x")),
+                "fill": errno_name(fill)}
+
+    runner = Runner(SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=4, readonly_root=False), body)
+    runner.require("mount-ns", "private-tmp")
+    seen = runner.read()
+    assert seen.get("private", True), "private-tmp reported, but /tmp or /dev/shm is the host's"
+    assert seen["tmpdir"] == "/tmp" and seen["gettempdir"] == "/tmp"
+    assert seen["small"] == "ok" and seen["shm"] == "ok"
+    assert seen["fill"] == "ENOSPC"
+    assert not Path(f"/tmp/{name}").exists() and not Path(f"/dev/shm/{name}").exists()
+
+
+def test_writing_more_than_max_file_bytes_fails_with_efbig(tmp_path: Path) -> None:
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"big": errno_name(lambda: (tmp_path / "big").write_bytes(b"\0" * ((1 << 20) + 1))),
+                "small": errno_name(lambda: (tmp_path / "small").write_bytes(b"\0" * 1000))}
+
+    runner = Runner(SandboxPolicy(max_file_bytes=1 << 20, writable_dirs=(str(tmp_path),)), body)
+    runner.require("rlimits")
+    seen = runner.read()
+    assert seen == {"big": "EFBIG", "small": "ok"}  # and the runner survived SIGXFSZ to say so
+
+
+def test_no_network_even_to_a_listener_on_loopback() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"connect": errno_name(lambda: socket.create_connection(("127.0.0.1", port), timeout=2))}
+
+    runner = Runner(SandboxPolicy(), body)
+    runner.require("net-ns")
+    assert runner.read()["connect"] in ("ENETUNREACH", "ECONNREFUSED", "EADDRNOTAVAIL")
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+
+
+def test_the_inherited_socket_works_both_ways() -> None:
+    def body(sock: socket.socket) -> dict[str, Any]:
+        send(sock, {"ready": True})
+        return {"echo": sock.recv(100).decode().upper()}
+
+    runner = Runner(SandboxPolicy(), body)
+    assert runner.read() == {"ready": True}
+    runner.sock.sendall(b"ping")
+    assert runner.read() == {"echo": "PING"}
+    assert os.WEXITSTATUS(runner.wait()) == 0
+
+
+def test_exit_status_and_signal_deaths_are_relayed() -> None:
+    def exits(sock: socket.socket) -> dict[str, Any]:
+        os._exit(7)
+
+    def segfaults(sock: socket.socket) -> dict[str, Any]:
+        faulthandler.disable()  # pytest's traceback dump would only be noise here
+        ctypes.string_at(0)
+        return {}
+
+    runner = Runner(SandboxPolicy(), exits)
+    status = runner.wait()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7
+    runner = Runner(SandboxPolicy(), segfaults)
+    runner.require("pid-ns")
+    status = runner.wait()
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV
+
+
+def test_killing_the_forked_pid_kills_every_process_in_the_sandbox() -> None:
+    r, w = os.pipe()
+    runner = Runner(SandboxPolicy(), sleep_holding(w))
+    os.close(w)
+    try:
+        runner.require("pid-ns")
+        assert runner.read() == {"sleeping": True}
+        os.kill(runner.pid, signal.SIGKILL)
+        assert os.WTERMSIG(runner.wait()) == signal.SIGKILL
+        assert closes_within(r, 5.0), "a process of the sandbox survived the relay's death"
+    finally:
+        os.close(r)
+
+
+def test_the_runner_dies_with_its_parent() -> None:
+    """With a pid namespace, the processes the runner started die too; without one, only the runner."""
+    policy = SandboxPolicy()
+    report = capabilities(policy)
+    if "pdeathsig" not in report.mechanisms:
+        pytest.skip(f"PR_SET_PDEATHSIG unavailable: {report.missing}")
+    r, w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    server = os.fork()
+    if server == 0:  # a stand-in for the server: starts a runner, then dies abruptly
+        try:
+            os.close(r)
+            os.close(ready_r)
+            runner = Runner(policy, sleep_holding(w, in_a_child="pid-ns" in report.mechanisms))
+            os.close(w)
+            runner.read()
+            os.write(ready_w, b"1")
+        finally:
+            os._exit(0)
+    Runner.live.append(server)
+    os.close(w)
+    os.close(ready_w)
+    try:
+        assert select.select([ready_r], [], [], WAIT_S)[0] and os.read(ready_r, 1) == b"1"
+        os.waitpid(server, 0)
+        Runner.live.remove(server)
+        assert closes_within(r, 5.0), "the runner or its children outlived the parent"
+    finally:
+        os.close(r)
+        os.close(ready_r)

@@ -1,0 +1,375 @@
+"""No opaque errors: through the in-process MCP client, every failure of a tool is a tool error that says
+what happened. A caller's mistake keeps its own text; a bug names its type, its message and where it
+happened; hostile input (lone surrogates, huge ids, integers beyond 64 bits) gets a readable answer; the
+optimize_module prompt rejects bad arguments with a validation message."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+
+from adaexplore_mcp import errors as E
+from adaexplore_mcp.app import App
+from adaexplore_mcp.config import Settings
+from adaexplore_mcp.models import TaskProbe
+from adaexplore_mcp.search import service as search_service
+from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.server import build_server
+
+KERNEL = "import triton\nclass ModelNew:\n    pass\n# fake: verdict=passed speedup=1.5\n"
+OPAQUE = re.compile(r"^Error executing tool \w+$")
+LOCATION = re.compile(r"internal error in adaexplore_mcp/[\w/]+\.py:[^ ]+ \(line \d+\): ")
+
+
+class StubJudge:
+    """A judge that runs nothing (verdicts from `# fake:` comments): the MCP surface without workers."""
+
+    backend = "cpu-interpreter"
+
+    def __init__(self) -> None:
+        self.fake = FakeJudge()
+
+    def evaluate(self, task, kernel_source, timeout_s=None, progress=None):
+        return self.fake(task.task_id, kernel_source, progress)
+
+    def probe_task(self, task, timeout_s=None):
+        return TaskProbe(ok=True)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=StubJudge())
+    yield app
+    app.close()
+
+
+def run(app: App, scenario) -> Any:
+    async def main():
+        async with Client(build_server(app=app), read_timeout_seconds=60) as client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error_text(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    assert result.is_error, result.structured_content
+    text = result.content[0].text
+    assert not OPAQUE.match(text), text
+    text.encode("utf-8")  # sendable: no lone surrogates
+    return text
+
+
+def tool_error(app: App, tool: str, **args: Any) -> str:
+    async def scenario(client: Client) -> str:
+        return await error_text(client, tool, **args)
+
+    return run(app, scenario)
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def _raise(exc: BaseException):
+    def boom(*args: Any, **kwargs: Any):
+        raise exc
+
+    return boom
+
+
+# -- unexpected exceptions ------------------------------------------------------------------------
+
+def test_an_unexpected_exception_is_a_tool_error_with_its_type_message_and_place(
+        app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.search, "next_step", _raise(KeyError("x")))
+    text = tool_error(app, "next_step", search_id="srch_any")
+    assert "internal error in adaexplore_mcp/surface/search_tools.py:next_step (line " in text
+    assert text.endswith("KeyError: 'x'")
+    assert LOCATION.search(text)
+
+
+def test_the_place_is_the_innermost_frame_in_the_package(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_service, "plan_step", _raise(IndexError("list index out of range")))
+    sid = run(app, lambda c: call(c, "start_search", task_id="scaled_softmax", budget=2))["search_id"]
+    text = tool_error(app, "next_step", search_id=sid)
+    assert "adaexplore_mcp/search/service.py:_new_step (line " in text
+    assert "IndexError: list index out of range" in text
+
+
+@pytest.mark.parametrize("tool, target, args", [
+    ("list_tasks", ("tasks", "list"), {}),
+    ("failure_clusters", ("memory", "failure_clusters"), {}),
+    ("list_searches", ("search", "list_searches"), {}),
+    ("get_job", ("jobs", "get"), {"job_id": "job_x"}),
+    ("get_search", ("search", "get_search"), {"search_id": "srch_x"}),
+])
+def test_every_part_of_the_surface_is_guarded(app: App, monkeypatch: pytest.MonkeyPatch, tool: str,
+                                              target: tuple[str, str], args: dict[str, Any]) -> None:
+    monkeypatch.setattr(getattr(app, target[0]), target[1], _raise(KeyError("lost key")))
+    text = tool_error(app, tool, **args)
+    assert LOCATION.search(text) and "KeyError: 'lost key'" in text
+
+
+def test_a_crash_in_a_blocking_tool_run_in_a_thread_is_readable(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.search, "expand_node", _raise(ZeroDivisionError("division by zero")))
+    text = tool_error(app, "expand_node", search_id="srch_x", step_id="step_x", kernel_source=KERNEL)
+    assert LOCATION.search(text) and "ZeroDivisionError: division by zero" in text
+
+
+def test_a_bug_in_a_background_job_is_reported_with_its_type_and_place(
+        app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario(client: Client) -> dict[str, Any]:
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=2))["search_id"]
+        step = (await call(client, "next_step", search_id=sid))["step_id"]
+        monkeypatch.setattr(app.search, "expand_node", _raise(KeyError("parent")))
+        job = await call(client, "submit_expand", search_id=sid, step_id=step, kernel_source=KERNEL)
+        deadline = time.monotonic() + 30
+        while job["status"] in ("queued", "running") and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+            job = await call(client, "get_job", job_id=job["job_id"])
+        return job
+
+    job = run(app, scenario)
+    assert job["status"] == "failed"
+    assert LOCATION.search(job["error"]) and "KeyError: 'parent'" in job["error"]
+
+
+def test_our_own_model_rejecting_our_own_data_is_an_internal_error(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    class Strict(BaseModel):
+        n: int
+
+    monkeypatch.setattr(app.tasks, "list", lambda *a, **k: Strict(n="not a number"))
+    text = tool_error(app, "list_tasks")
+    assert LOCATION.search(text) and "ValidationError" in text
+
+
+def test_a_result_that_fails_output_conversion_is_readable(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.search, "get_search", lambda *a, **k: "not a tree")
+    text = tool_error(app, "get_search", search_id="srch_x")
+    assert "internal error in" in text and "Error executing tool get_search: " in text
+
+
+# -- messages that survive anything ----------------------------------------------------------------
+
+def test_an_exception_whose_str_raises_is_still_readable(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.search, "next_step", _raise(Unprintable()))
+    text = tool_error(app, "next_step", search_id="srch_any")
+    assert LOCATION.search(text) and "Unprintable: <unprintable Unprintable>" in text
+
+
+def test_a_user_error_whose_str_raises_is_still_readable(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    class BadUserError(E.UserError):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    monkeypatch.setattr(app.search, "next_step", _raise(BadUserError(1, 2)))
+    assert "<unprintable BadUserError>" in tool_error(app, "next_step", search_id="srch_any")
+
+
+def test_a_lone_surrogate_in_an_exception_message_is_escaped(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.search, "next_step", _raise(RuntimeError("bad \ud800 text")))
+    text = tool_error(app, "next_step", search_id="srch_any")
+    assert "RuntimeError: bad \\ud800 text" in text
+
+
+@pytest.mark.parametrize("tool, args, name", [
+    ("next_step", {"search_id": "srch_\ud800"}, "search_id"),
+    ("create_task", {"name": "\udfff", "reference_source": "x = 1"}, "name"),
+    ("evaluate_kernel", {"task_id": "scaled_softmax", "kernel_source": "# \ud83d\n"}, "kernel_source"),
+    ("query_skills", {"text": "tl.dot \ud800"}, "text"),
+    ("expand_node", {"search_id": "s", "step_id": "t", "edits": [{"old": "a", "new": "\ud800"}]}, "edits[0].new"),
+])
+def test_lone_surrogates_in_arguments_are_readable_errors(app: App, tool: str, args: dict, name: str) -> None:
+    text = tool_error(app, tool, **args)
+    assert f"{name} contains a lone surrogate" in text and "internal error" not in text
+
+
+def test_unknown_ids_are_readable_errors(app: App) -> None:
+    async def scenario(client: Client) -> None:
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=2))["search_id"]
+        assert "unknown search_id 'srch_nope'" in await error_text(client, "next_step", search_id="srch_nope")
+        assert "unknown search_id" in await error_text(client, "get_search", search_id="srch_nope")
+        assert "unknown search_id" in await error_text(client, "best_kernel", search_id="srch_nope")
+        assert "unknown search_id" in await error_text(client, "submit_expand", search_id="srch_nope",
+                                                       step_id="step_nope", kernel_source=KERNEL)
+        assert "unknown step_id" in await error_text(client, "expand_node", search_id=sid, step_id="step_nope",
+                                                     kernel_source=KERNEL)
+        assert "unknown job_id" in await error_text(client, "get_job", job_id="job_nope")
+        assert "unknown task_id" in await error_text(client, "evaluate_kernel", task_id="nope", kernel_source=KERNEL)
+        assert "unknown task_id" in await error_text(client, "start_search", task_id="nope", budget=2)
+        assert "unknown rule id" in await error_text(client, "retire_rule", rule_id="rule_nope", reason="r")
+        assert "unknown cluster id" in await error_text(client, "add_rule", cluster_id="cl_nope",
+                                                        text="You cannot do that.")
+        for text in [await error_text(client, "next_step", search_id="srch_nope")]:
+            assert "internal error" not in text
+
+    run(app, scenario)
+
+
+@pytest.mark.parametrize("tool, args", [
+    ("get_job", {"job_id": "j" * 100_000}),
+    ("next_step", {"search_id": "s" * 100_000}),
+    ("get_search", {"search_id": "s" * 5_000}),
+    ("evaluate_kernel", {"task_id": "t" * 100_000, "kernel_source": KERNEL}),
+    ("retire_rule", {"rule_id": "r" * 100_000, "reason": "why"}),
+    ("start_search", {"task_id": "scaled_softmax", "budget": 2, "strategy": "z" * 100_000}),
+])
+def test_a_message_quotes_at_most_300_characters_of_an_input(app: App, tool: str, args: dict) -> None:
+    text = tool_error(app, tool, **args)
+    run_length = max((len(m.group(0)) for m in re.finditer(r"(\w)\1{50,}", text)), default=0)
+    assert 250 <= run_length <= E.QUOTE_CHARS, (run_length, text[:200])
+    assert "..." in text and len(text) < 1200, text[:200]
+
+
+# -- integers SQLite cannot store ------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool, args, name", [
+    ("start_search", {"task_id": "scaled_softmax", "budget": 2, "seed": 2**70}, "seed"),
+    ("start_search", {"task_id": "scaled_softmax", "budget": 2, "seed": -(2**70)}, "seed"),
+    ("start_search", {"task_id": "scaled_softmax", "budget": 2**64}, "budget"),
+    ("start_search", {"task_id": "scaled_softmax", "budget": 2, "seed": 2**63}, "seed"),
+    ("query_skills", {"limit": 2**64}, "limit"),
+    ("synthesize_tasks", {"count": 2**70}, "count"),
+    ("submit_synthesis", {"count": 1, "seed": -(2**100)}, "seed"),
+    ("create_task", {"name": "n", "reference_source": "x = 1", "small_shapes": {"batch_size": 2**64}},
+     "small_shapes['batch_size']"),
+])
+def test_integers_beyond_64_bits_are_readable_errors(app: App, tool: str, args: dict, name: str) -> None:
+    text = tool_error(app, tool, **args)
+    assert f"{name} is" in text and "64-bit" in text and "Overflow" not in text
+
+
+def test_a_huge_integer_is_described_not_printed(app: App) -> None:
+    text = tool_error(app, "start_search", task_id="scaled_softmax", budget=2, seed=10**5000)
+    assert "an integer of 16610 bits" in text and len(text) < 500
+
+
+def test_seeds_across_the_whole_64_bit_range_are_accepted_and_stored_as_given(app: App) -> None:
+    async def scenario(client: Client) -> None:
+        for seed in (-(2**63), -7, 0, 2**63 - 1):
+            started = await call(client, "start_search", task_id="scaled_softmax", budget=1, seed=seed)
+            assert started["seed"] == seed
+            tree = await call(client, "get_search", search_id=started["search_id"])
+            assert tree["seed"] == seed
+            brief = await call(client, "next_step", search_id=started["search_id"])
+            assert brief["kind"] == "large"
+
+    run(app, scenario)
+
+
+def test_bad_budgets_are_readable_errors(app: App) -> None:
+    for budget in (0, -5, 10**6):
+        assert "budget must be" in tool_error(app, "start_search", task_id="scaled_softmax", budget=budget)
+
+
+def test_arguments_of_the_wrong_type_stay_validation_errors(app: App) -> None:
+    text = tool_error(app, "start_search", task_id="scaled_softmax", budget="lots")
+    assert "validation error" in text and "budget" in text and "internal error" not in text
+
+
+# -- resources --------------------------------------------------------------------------------------
+
+def test_resources_answer_readable_errors(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def read(client: Client, uri: str) -> MCPError:
+        with pytest.raises(MCPError) as info:
+            await client.read_resource(uri)
+        return info.value
+
+    async def scenario(client: Client) -> None:
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=2))["search_id"]
+        missing = await read(client, f"adaexplore://searches/{sid}/nodes/{'9' * 40}/kernel")
+        assert missing.error.code == INVALID_PARAMS and "no node" in missing.error.message
+        word = await read(client, f"adaexplore://searches/{sid}/nodes/abc/kernel")
+        assert "whole number" in word.error.message
+        unknown = await read(client, "adaexplore://searches/srch_nope/tree")
+        assert "unknown search_id" in unknown.error.message
+        monkeypatch.setattr(app.search, "get_search", _raise(KeyError("boom")))
+        crash = await read(client, f"adaexplore://searches/{sid}/tree")
+        assert LOCATION.search(crash.error.message) and "KeyError: 'boom'" in crash.error.message
+
+    run(app, scenario)
+
+
+# -- the prompt ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("arguments, expected", [
+    ({"budget": "lots"}, "budget must be a whole number"),
+    ({"budget": "-3"}, "budget must be a whole number"),
+    ({"budget": "0"}, "from 1 to 500"),
+    ({"budget": "2.5"}, "budget must be a whole number"),
+    ({"budget": "9" * 5000}, "budget must be a whole number"),
+    ({"module_source": "x = 1\n" * 50_000}, "module_source is 300000 bytes; the limit is"),
+    ({"module_source": "class Model: \ud800"}, "module_source contains a lone surrogate"),
+])
+def test_bad_prompt_arguments_are_validation_messages(app: App, arguments: dict, expected: str) -> None:
+    async def scenario(client: Client) -> MCPError:
+        with pytest.raises(MCPError) as info:
+            await client.get_prompt("optimize_module", arguments)
+        return info.value
+
+    error = run(app, scenario)
+    assert error.error.code == INVALID_PARAMS
+    assert expected in error.error.message and "Internal server error" not in error.error.message
+    assert len(error.error.message) < 700
+
+
+def test_good_prompt_arguments_still_render(app: App) -> None:
+    async def scenario(client: Client) -> str:
+        prompt = await client.get_prompt("optimize_module", {"budget": " 12 ", "module_source": "class Model: pass"})
+        return prompt.messages[0].content.text
+
+    text = run(app, scenario)
+    assert "budget=12," in text and "class Model: pass" in text
+
+
+# -- the helpers --------------------------------------------------------------------------------------
+
+def test_arguments_are_checked_deep_inside_lists_dicts_and_models() -> None:
+    from adaexplore_mcp.search import Edit
+    from adaexplore_mcp.surface.common import check_arguments
+
+    check_arguments({"seed": 2**63 - 1, "flag": True, "text": "ok \u00e9", "none": None})
+    with pytest.raises(E.UserError, match=r"small_shapes key contains a lone surrogate \(U\+D800\)"):
+        check_arguments({"small_shapes": {"\ud800": 1}})
+    with pytest.raises(E.UserError, match=r"small_shapes\['n'\] is .* 64-bit"):
+        check_arguments({"small_shapes": {"n": -(2**63) - 1}})
+    with pytest.raises(E.UserError, match=r"edits\[1\]\.old contains a lone surrogate"):
+        check_arguments({"edits": [Edit(old="a", new="b"), Edit(old="\udc00", new="b")]})
+
+
+def test_the_message_helpers_never_raise_and_never_leak_surrogates() -> None:
+    assert E.safe_str(Unprintable()) == "<unprintable Unprintable>"
+    assert E.safe_str("a\ud800b") == "a\\ud800b"
+    assert E.quote("x" * 1000).startswith("'" + "x" * 300 + "'...")
+    assert E.quote("\ud800") == "'\\ud800'"
+    assert E.quote(10**5000) == "<an integer of 16610 bits>"
+    assert E.clip("abc", 2) == "ab..."
+    try:
+        {}["missing"]
+    except KeyError as exc:
+        assert re.fullmatch(r"internal error in tests/test_server_errors\.py:test_the_message_helpers_never_raise"
+                            r"_and_never_leak_surrogates \(line \d+\): KeyError: 'missing'",
+                            E.internal_error_message(exc))
+    assert not E.is_user_error(KeyError("k")) and E.is_user_error(ValueError("v"))
+    assert E.is_user_error(E.NotFound("n")) and not E.is_user_error(UnicodeEncodeError("utf-8", "", 0, 1, "x"))
