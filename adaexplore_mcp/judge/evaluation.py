@@ -195,37 +195,43 @@ class Evaluation:
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
-        """Fresh inputs per trial; returns the first mismatch (a dict) or None; other failures go in `out`."""
-        for trial in range(self.limits.trials):
-            self.progress(0.15 + 0.55 * trial / max(1, self.limits.trials),
-                          f"checking trial {trial + 1}/{self.limits.trials}")
-            mismatch = self.trial(trial)
-            if mismatch is not None or self.out.done:
-                return mismatch
-        return None
+        """Fresh inputs per trial (drawn in one call, run in one call); the first mismatch (a dict) or
+        None; other failures go in `out`."""
+        n = self.limits.trials
+        self.progress(0.15, f"checking {n} trials")
+        made = self.make_inputs([fresh_seed() for _ in range(n)], "trial")
+        self._set_tolerance(made[0][1])
+        self.ref_out_example = made[0][1]
+        lent = [[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] for inputs, _ in made]
+        buffers: list[Any] = []
+        sent = wire.encode_value(lent, buffers)
+        out_bytes = sum(t.numel() * t.element_size() for _, o in made for t in as_tensors(o)
+                        if isinstance(t, torch.Tensor))
+        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
+                                     max_reply=CAND_REPLY_SLACK + 4 * out_bytes if self.device == "cpu" else 16 << 20)
+        try:
+            results = reply.get("results")
+            if not isinstance(results, list) or not results:
+                self.out.reject("bad_output", "the candidate's process answered the trials with no results")
+                return None
+            for trial, ((inputs, ref_out), got) in enumerate(zip(made, results)):
+                self.progress(0.2 + 0.5 * trial / n, f"checking trial {trial + 1}/{n}")
+                mismatch = self._judge_call(trial, got if isinstance(got, dict) else {}, bufs, inputs, lent[trial],
+                                            ref_out)
+                if mismatch is not None or self.out.done:
+                    return mismatch
+            if len(results) < n:
+                self.out.reject("bad_output", f"the candidate's process answered {len(results)} of {n} trials")
+            return None
+        finally:
+            self.last_inputs = made[-1][0]
+            self.release()
 
     def make_inputs(self, seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:
         reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key}, self.deadline,
                                             "running the reference")
         return [(list(wire.decode_value(s["inputs"], bufs)), wire.decode_value(s["output"], bufs))
                 for s in reply["sets"]]
-
-    def trial(self, trial: int) -> dict | None:
-        (inputs, ref_out), = self.make_inputs([fresh_seed()], "trial")
-        self._set_tolerance(ref_out)
-        self.ref_out_example = ref_out
-        lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        buffers: list[Any] = []
-        sent = wire.encode_value(lent, buffers)
-        limit = CAND_REPLY_SLACK + 4 * sum(t.numel() * t.element_size() for t in as_tensors(ref_out)
-                                           if isinstance(t, torch.Tensor))
-        reply, bufs = self.cand_call({"op": "forward", "inputs": sent, "check_inputs": True}, buffers,
-                                     max_reply=limit if self.device == "cpu" else 16 << 20)
-        try:
-            return self._judge_call(trial, reply, bufs, inputs, lent, ref_out)
-        finally:
-            self.last_inputs = inputs
-            self.release()
 
     def _judge_call(self, trial: int, reply: dict, bufs: list, inputs: list, lent: list, ref_out: Any) -> dict | None:
         out = self.out
@@ -291,10 +297,11 @@ class Evaluation:
         (inputs, ref_out), = self.make_inputs([fresh_seed()], "dependence")
         lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         buffers: list[Any] = []
-        reply, bufs = self.cand_call({"op": "forward", "inputs": wire.encode_value(lent, buffers), "suppress": True},
+        reply, bufs = self.cand_call({"op": "forward", "sets": wire.encode_value([lent], buffers), "suppress": True},
                                      buffers, max_reply=1 << 31)
+        reply = (reply.get("results") or [{}])[0]
         try:
-            if "verdict" in reply or "outputs" not in reply:
+            if not isinstance(reply, dict) or "verdict" in reply or not reply.get("outputs"):
                 return True  # without its kernels the candidate fails outright: the work is theirs
             try:
                 got = wire.decode_value(reply["outputs"], bufs)

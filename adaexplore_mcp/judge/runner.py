@@ -203,10 +203,23 @@ class Runner:
         return {"outputs": [wire.encode_value(o, out) for o in outs]}
 
     def op_forward(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Candidate: one call on inputs the referee owns; the outputs stay alive until `release`."""
-        inputs = list(wire.decode_value(req["inputs"], bufs))
+        """Candidate: one call per lent input set, in order, stopping at the first failure; the outputs
+        stay alive until `release` (the referee maps them)."""
+        sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
+        results, kept = [], []
+        for i, inputs in enumerate(sets):
+            result, reply = self._forward_one(inputs, bool(req.get("suppress")), req, i, bufs)
+            kept.append(result)
+            reply["outputs"] = wire.encode_value(result, out) if "verdict" not in reply else None
+            results.append(reply)
+            if "verdict" in reply:
+                break
+        self.kept["out"] = kept
+        return {"results": results}
+
+    def _forward_one(self, inputs: list[Any], suppress: bool, req: dict, index: int,
+                     bufs: list[bytes]) -> tuple[Any, dict[str, Any]]:
         before = precision.snapshot()
-        suppress = bool(req.get("suppress"))
         if suppress:  # uninitialized memory reads as NaN, so skipped kernels cannot leave stale results
             torch.use_deterministic_algorithms(True, warn_only=True)
         recorder = self.frontend.recorder() if self.frontend is not None and not suppress else None
@@ -217,7 +230,7 @@ class Runner:
             self._sync()
         except BaseException as exc:  # noqa: BLE001
             launches.end()
-            return {**self._error(exc, STAGE_RUN), "suppressed": suppress}
+            return None, self._error(exc, STAGE_RUN)
         finally:
             if suppress:
                 torch.use_deterministic_algorithms(False)
@@ -226,16 +239,14 @@ class Runner:
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
         if self.device == "cpu":  # no shared memory on the CPU path: report what only this process can see
-            reply["mutated"] = req.get("check_inputs") and _mutated(inputs, bufs, req["inputs"])
+            reply["mutated"] = bool(req.get("check_inputs")) and _mutated(inputs, bufs, req["sets"], index)
             reply["aliased"] = _aliased(result, inputs)
         if recorder is not None:
             problem = self.frontend.check(recorder)
             if problem is not None:
                 reply.update(self._error(problem, STAGE_RUN))
                 reply["frontend"] = True
-        self.kept["out"] = result
-        reply["outputs"] = wire.encode_value(result, out)
-        return reply
+        return result, reply
 
     def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: `calls` timed calls cycling over the given input sets, every output kept and returned."""
@@ -305,8 +316,8 @@ def _specs(values: list[Any]) -> list[dict]:
             for v in values if isinstance(v, torch.Tensor)]
 
 
-def _mutated(inputs: list[Any], bufs: list[bytes], sent: Any) -> bool:
-    originals = wire.decode_value(sent, bufs)
+def _mutated(inputs: list[Any], bufs: list[bytes], sent: Any, index: int) -> bool:
+    originals = wire.decode_value(sent, bufs)[index]
     for a, b in zip(originals, inputs):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             if a.shape != b.shape or not bool(((a == b) | (a.isnan() & b.isnan())).all()):

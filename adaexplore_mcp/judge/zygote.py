@@ -151,6 +151,9 @@ def main() -> None:
     from . import classify, launches, precision, runner, sandbox, timing, wire  # noqa: F401
     from ..tasks import format  # noqa: F401
 
+    torch.use_deterministic_algorithms(True, warn_only=True)  # its first call costs a second: pay it once
+    torch.use_deterministic_algorithms(False)
+
     ctrl.sendall(b'{"ready": true}\n')
     serve(ctrl)
 
