@@ -182,7 +182,7 @@ class Evaluation(BaseModel):
 
 class CreateTaskResult(BaseModel):
     task_id: str
-    created: bool = Field(description="false when the same name and source was registered before")
+    created: bool = Field(description="false when the same name, source and small_shapes were registered before")
     degenerate: bool
     warnings: list[str] = Field(default_factory=list)
     inputs: list[TensorSpec] = Field(default_factory=list)

@@ -35,7 +35,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         on several random seeds in a worker (a few seconds) and flags a degenerate task (one a constant output
         would pass). `small_shapes` optionally overrides top-level integer constants (e.g. {"batch_size": 8})
         for runs under the CPU interpreter. Returns `task_id` (for evaluate_kernel and start_search),
-        `degenerate` and `warnings`. The same name and source again returns the same task_id."""
+        `degenerate` and `warnings`. The same name, source and small_shapes again returns the same task_id; the
+        same name with another source or other small_shapes registers a distinct task (its id is in the result)."""
         app = get_app()
         info, created = await run_blocking(
             ctx, lambda progress: app.create_task(name, reference_source, small_shapes, description)

@@ -71,8 +71,12 @@ def integer_constants(source: str) -> dict[str, int]:
     `a, b = 1, 2` / `(a, b) = (1, 2)` (each name bound to an integer). Floats, strings, bools and
     computed values (`dim2 = dim * 2`, evaluated once at import) are not knobs.
     """
+    return _int_constants(ast.parse(source))
+
+
+def _int_constants(tree: ast.Module) -> dict[str, int]:
     out: dict[str, int] = {}
-    for node in ast.parse(source).body:
+    for node in tree.body:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 _bind_int_constants(target, node.value, out)
@@ -179,6 +183,9 @@ SMALL_INPUT_ELEMENTS = 1 << 16  # what suggested small_shapes aim for (about 65k
 
 _SHAPE_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "randperm", "arange"}
 _MAX_HALVINGS = 4096
+# How the judge reports a probe that a smaller problem would avoid (a timeout, a killed process, no memory).
+_TOO_BIG_SIGNS = ("did not finish within the time limit", "crashed the worker", "was killed by", "out of memory",
+                  "memoryerror")
 
 
 class _Unknown(Exception):
@@ -222,10 +229,13 @@ def suggest_small_shapes(
     Constants are halved, the largest first, until the estimate is <= target (each stays >= 1).
     """
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        return _suggest(ast.parse(source), target, input_shapes)
+    except (SyntaxError, RecursionError, ValueError):  # unparsable, or absurdly nested or large
         return None
-    knobs = integer_constants(source)
+
+
+def _suggest(tree: ast.Module, target: int, input_shapes: list[list[int]] | None) -> ShapeSuggestion | None:
+    knobs = _int_constants(tree)
     if not knobs:
         return None
     env = _module_env(tree)
@@ -267,18 +277,19 @@ def suggest_small_shapes(
 def small_shapes_advice(suggestion: ShapeSuggestion | None) -> str:
     """One sentence to append to a message: which small_shapes to pass, ready to paste."""
     if suggestion is not None and not suggestion.small_shapes:
-        return (f"the inputs look small already (about {suggestion.full_elements:,} elements), so the time goes "
-                "elsewhere: give small_shapes smaller values for the constants behind the model's own size "
-                "(e.g. hidden or out_features)")
+        return (f"the inputs look small already (about {_count(suggestion.full_elements)} elements), so the "
+                "time goes elsewhere: give small_shapes smaller values for the constants behind the model's own "
+                "size (e.g. hidden or out_features)")
     if suggestion is None:
         return ("the input sizes do not come from top-level integer constants that small_shapes could "
                 "override; make them module-level constants read by get_inputs() (e.g. `batch_size = 16`) "
                 "and pass smaller values in small_shapes")
     about = "about" if suggestion.exact else "roughly"
-    text = (f"pass small_shapes={json.dumps(suggestion.small_shapes)} ({about} {suggestion.small_elements:,} "
-            f"input elements instead of {suggestion.full_elements:,}; any positive integers work, not only powers "
-            "of two, as long as the model accepts them, e.g. still divisible by a group count); the CPU "
-            "interpreter then runs at those sizes and a GPU still at the full ones")
+    small, full = _count(suggestion.small_elements), _count(suggestion.full_elements)
+    text = (f"pass small_shapes={json.dumps(suggestion.small_shapes)} ({about} {small} input elements instead of "
+            f"{full}; any positive integers work, not only powers of two, as long as the model accepts them, e.g. "
+            "still divisible by a group count); the CPU interpreter then runs at those sizes and a GPU still at "
+            "the full ones")
     if suggestion.fixed:
         text += (f"; {', '.join(suggestion.fixed)} do not change the input sizes and are left as they are "
                  "(smaller values there make the CPU run faster too, if the model allows them)")
@@ -294,17 +305,23 @@ def large_input_warning(source: str, input_shapes: list[list[int]]) -> str | Non
     if full <= LARGE_INPUT_ELEMENTS:
         return None
     advice = small_shapes_advice(suggest_small_shapes(source, input_shapes))
-    return (f"large inputs for the CPU interpreter: {full:,} input elements at full size and no small_shapes; "
+    return (f"large inputs for the CPU interpreter: {_count(full)} input elements at full size and no small_shapes; "
             f"a full-size evaluation under the CPU interpreter may take minutes and time out. To avoid it, {advice} "
             "(calling create_task again with the same name and those small_shapes registers a separate task)")
 
 
 def probe_failure_advice(source: str, error: str) -> str | None:
-    """For a reference probed under the CPU interpreter without small_shapes that timed out or was
-    killed: small_shapes to try, from the source's constants alone; None for other failures."""
-    if "did not finish within the time limit" not in error and "crashed the worker" not in error:
+    """For a reference probed under the CPU interpreter without small_shapes that timed out, was
+    killed or ran out of memory: small_shapes to try, from the source's constants alone; None for
+    other failures (a bug in the reference is not fixed by smaller sizes)."""
+    if not any(sign in error.lower() for sign in _TOO_BIG_SIGNS):
         return None
     return "if the full size is too much for the CPU interpreter, " + small_shapes_advice(suggest_small_shapes(source))
+
+
+def _count(n: int) -> str:
+    """1,234,567; astronomically large estimates (absurd constants) as a power of two."""
+    return f"{n:,}" if n < 10**18 else f"2^{n.bit_length() - 1}"
 
 
 def _estimator(
