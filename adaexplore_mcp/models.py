@@ -39,6 +39,8 @@ class TaskInfo(BaseModel):
     name: str
     origin: Literal["builtin", "user", "synthesized"] = "user"
     degenerate: bool = False
+    deterministic: bool = Field(default=True, description="false when two runs of the reference on identical "
+                                "inputs differed (dropout in training mode, atomics)")
     warnings: list[str] = Field(default_factory=list)
     has_small_shapes: bool = False
     small_shapes: dict[str, int] = Field(

@@ -106,6 +106,7 @@ class Judge:
     def _task_request(self, task: TaskSpec) -> tuple[dict[str, Any], bool]:
         small = self._backend != "cuda" and bool(task.small_shapes)
         return {"module": f"ref_{source_hash(task.source)}", "source": task.source, "degenerate": task.degenerate,
+                "deterministic": task.deterministic,
                 "shapes": dict(task.small_shapes) if small else {}}, small
 
     def _base(self, task: TaskSpec, small: bool, verdict: Verdict, **fields: Any) -> Evaluation:

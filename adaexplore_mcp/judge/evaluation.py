@@ -36,6 +36,9 @@ INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults
                "(input_precision='tf32'), so results may differ there")
 INTERP_LOWP = "fp16/bf16 arithmetic is emulated by the interpreter; GPU rounding may differ"
 CAND_REPLY_SLACK = 1 << 20
+DETERMINISTIC = "reference deterministic on identical inputs: compared with one run of it, within the tolerance"
+NONDETERMINISTIC = ("reference NOT deterministic on identical inputs (dropout in training mode? atomics?): compared "
+                    "with one run of it, within the tolerance; a mismatch may be the reference's own noise")
 
 
 def fresh_seed() -> int:
@@ -145,6 +148,7 @@ class Evaluation:
 
     def run(self) -> None:
         out = self.out
+        out.fields["determinism"] = DETERMINISTIC if self.req["task"].get("deterministic", True) else NONDETERMINISTIC
         self.progress(0.1, "compiling: importing the candidate")
         reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"]})
         self.mark("load")

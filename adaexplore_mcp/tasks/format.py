@@ -40,6 +40,7 @@ class TaskSpec:
     source: str
     small_shapes: dict[str, int] = field(default_factory=dict)
     degenerate: bool = False
+    deterministic: bool = True
 
     @property
     def source_hash(self) -> str:

@@ -63,6 +63,7 @@ class TaskRegistry:
                 name=name,
                 origin=origin,  # type: ignore[arg-type]
                 degenerate=probe.degenerate,
+                deterministic=probe.deterministic,
                 warnings=warnings + probe.warnings + [f"degenerate: {r}" for r in probe.degenerate_reasons],
                 has_small_shapes=bool(shapes),
                 small_shapes=shapes,
@@ -174,6 +175,7 @@ class TaskRegistry:
             source=row["source"],
             small_shapes=_shapes(row["small_shapes"]),
             degenerate=info.degenerate,
+            deterministic=info.deterministic,
         )
 
     def list(self, origin: str | None = None) -> list[TaskInfo]:
