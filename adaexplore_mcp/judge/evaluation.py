@@ -27,7 +27,7 @@ from ..config import JudgeLimits
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
-from .compare import aliased_output, as_tensors, compare, mutated_input, tolerance_for
+from .compare import as_tensors, compare, mutated_input, tolerance_for
 from .referee import Referee, ReferenceFailure
 from .runners import RunnerGone, RunnerHandle
 
@@ -206,9 +206,9 @@ class Evaluation:
         made = self.make_inputs([fresh_seed() for _ in range(n)], "trial")
         self._set_tolerance(made[0][1])
         self.ref_out_example = made[0][1]
-        lent = [[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] for inputs, _ in made]
+        lent = wire.pack([list(inputs) for inputs, _ in made])
         buffers: list[Any] = []
-        sent = wire.encode_value(lent, buffers)
+        sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(t.numel() * t.element_size() for _, o in made for t in as_tensors(o)
                         if isinstance(t, torch.Tensor))
         reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
@@ -234,8 +234,9 @@ class Evaluation:
     def make_inputs(self, seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:
         reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key}, self.deadline,
                                             "running the reference")
-        return [(list(wire.decode_value(s["inputs"], bufs)), wire.decode_value(s["output"], bufs))
-                for s in reply["sets"]]
+        opened: dict = {}
+        return [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
+                 wire.decode_value(s["output"], bufs, opened=opened)) for s in reply["sets"]]
 
     def _judge_call(self, trial: int, reply: dict, bufs: list, inputs: list, lent: list, ref_out: Any) -> dict | None:
         out = self.out
@@ -263,10 +264,9 @@ class Evaluation:
         if changed is not None:
             out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
             return None
-        alias = aliased_output(got, lent) if self.device == "cuda" else ((0, 0) if reply.get("aliased") else None)
-        if alias is not None:
-            out.reject("output_aliases_input", f"output {alias[0]} shares storage with input {alias[1]}; "
-                       "write results to a new tensor")
+        if reply.get("aliased") or reply.get("unsendable"):
+            out.reject("output_aliases_input", "an output shares storage with an input; write results to a new "
+                       "tensor" + (f" ({reply['unsendable']})" if reply.get("unsendable") else ""))
             return None
         atol, rtol = self.tol
         return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
@@ -284,9 +284,9 @@ class Evaluation:
         names = state.get("names", [])
         values = wire.decode_value(state["values"], bufs)
         buffers: list[Any] = []
-        lent = [v.clone() for v in values]
-        reply, _ = self.cand_call({"op": "load_state", "names": names, "values": wire.encode_value(lent, buffers)},
-                                  buffers)
+        lent = wire.pack(values)
+        reply, _ = self.cand_call({"op": "load_state", "names": names,
+                                   "values": wire.encode_value(lent, buffers, pack=False)}, buffers)
         self.release()
         copied = reply.get("copied") or []
         if reply.get("skipped"):
@@ -299,9 +299,10 @@ class Evaluation:
         """Run once with the candidate's Triton launches skipped: if the output still matches, the work was
         done elsewhere (PyTorch next to a token kernel) and the candidate is rejected."""
         (inputs, ref_out), = self.make_inputs([fresh_seed()], "dependence")
-        lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        lent = wire.pack([list(inputs)])
         buffers: list[Any] = []
-        reply, bufs = self.cand_call({"op": "forward", "sets": wire.encode_value([lent], buffers), "suppress": True},
+        reply, bufs = self.cand_call({"op": "forward", "sets": wire.encode_value(lent, buffers, pack=False),
+                                      "suppress": True},
                                      buffers, max_reply=1 << 31)
         reply = (reply.get("results") or [{}])[0]
         try:

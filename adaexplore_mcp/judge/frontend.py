@@ -3,43 +3,49 @@
 Without a GPU, candidates run under Triton's CPU interpreter, which executes a kernel's body as Python
 and so accepts code the GPU compiler rejects (a module-level float read inside a kernel,
 `tl.static_range` over a runtime bound, `break`, lambdas, unknown launch keywords...). This module
-closes that gap in two steps, both in the worker process:
+closes that gap in two steps, both inside the worker process:
 
 1. Record (`install`, `begin`, `end`): during the candidate's forward call we keep, for each launch of
-   a kernel defined in the candidate's module, the kernel and its launch arguments exactly as passed
-   (positional and keyword, meta-parameters such as BLOCK sizes and num_warps included), with each
-   tensor replaced by a `TensorArg` (dtype, 16-byte alignment: all Triton specializes a pointer on).
-   The hook wraps `InterpretedFunction.run(self, *args, grid, warmup, **kwargs)`, which has the same
-   shape in Triton 3.6 and 3.9, and stores the arguments *unbound*: binding and specialization are
-   left to Triton itself at check time, so nothing here depends on how a version binds them.
-   It also makes a `@triton.jit` function called directly from host code (outside a launch) visible,
-   and undoes the `triton.language` patching the interpreter leaks in that case.
+   a kernel defined in the candidate's module, the kernel and its launch arguments as passed
+   (positional and keyword, meta-parameters such as BLOCK sizes and num_warps included), each tensor
+   replaced by a `TensorArg` (dtype, 16-byte alignment: all Triton specializes a pointer on). The hook
+   wraps `InterpretedFunction.run(self, *args, grid, warmup, **kwargs)`, which has that shape in
+   Triton 3.6 and 3.9, and keeps the arguments *unbound*: binding and specialization are left to
+   Triton itself at check time, so nothing here depends on how a version binds them. A `@triton.jit`
+   function called directly from host code (a GPU raises; the interpreter runs it) is recorded too.
 
-2. Check (`frontend_check`): for each recorded launch, build a fresh `JITFunction` from the kernel's
-   Python function (helpers it calls are rebuilt the same way) and replay the launch through
-   `JITFunction.run(..., warmup=True)` for a fake CUDA sm_90 target, whose `compile` stops after the
-   front end. Argument binding, specialization (``i32``/``i64``/``constexpr`` for 1, divisibility by
-   16), option parsing and code generation are Triton's own code, so the exception that comes back is
-   the object a GPU launch would raise (`CompilationError` with the kernel source and AST node,
-   `TypeError: failed to specialize...`, `KeyError: Keyword argument ... unrecognised`...), which
-   `classify()` maps to the candidate's line. Identical specializations compile once (Triton's own
-   kernel cache on the throwaway `JITFunction`).
+2. Check (`frontend_check`): for each recorded launch, build a throwaway `JITFunction` from the kernel's
+   Python function (its `@triton.jit` helpers likewise) and replay the launch through
+   `JITFunction.run(..., warmup=True)` for a fake CUDA sm_90 target, with a `compile` that stops after
+   the front end (`ASTSource.make_ir`, i.e. TTIR; no ptxas, no CUDA). Binding, specialization (``i32`` /
+   ``i64``, ``constexpr`` for 1, divisibility by 16), option parsing and code generation are Triton's own
+   code, so what comes back is the object a GPU launch would raise (`CompilationError` carrying the
+   kernel source and AST node, `TypeError: failed to specialize ...`, `KeyError: Keyword argument ...`),
+   which `classify()` maps to the candidate's line.
 
-Nothing global is left changed: the only global touched is the active driver (saved and restored in a
-``finally``), plus the 3.9 registry of JIT functions by name (restored too); `triton.compiler.compile`
-is not patched (the throwaway `JITFunction` gets its own `compile`). A failure of this machinery (a
-Triton API that moved) is never reported as the candidate's error: `frontend_check` returns a
-`FrontendUnavailable` with a reason instead. A one-off self-test compile of a known-good kernel guards
-every process.
+Interpreter mode changes triton.language itself, and the front end needs it as compiled mode has it:
+- its own `@jit` library functions (`tl.zeros`, `tl.sum`, `tl.cdiv`, the `x.sum()` tensor methods...)
+  are InterpretedFunctions: swapped for JITFunctions while a check runs;
+- `InterpretedFunction.__call__` (a kernel calling a helper, or `tl.zeros`) patches the language for
+  the interpreter and never restores it (3.6 and 3.9), so builtins of `triton.language.core` stay
+  patched after the first kernel that used `tl.zeros`: a snapshot of the clean language, taken by
+  `install()` (before any candidate runs), is put back while a check runs.
+Everything swapped is restored in a ``finally``, as is the active driver (the only other global
+touched) and the 3.9 registry of JIT functions by name; `triton.compiler.compile` is not patched.
 
-Not covered (a front-end compile cannot see them): errors of later compiler stages (TTGIR/LLVM passes,
-ptxas, shared-memory/register limits checked when the binary loads) and run-time faults (illegal
-memory access).
+A failure of this machinery (a Triton API that moved) is never reported as the candidate's error:
+`frontend_check` returns `FrontendUnavailable(reason)` instead. A self-test (a valid kernel must
+compile, an invalid one must not) guards each process once.
+
+Not covered (a front-end compile cannot see them): later compiler stages (TTGIR/LLVM passes, ptxas),
+limits checked when the binary loads (shared memory, registers) and run-time faults.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import os
 import sys
 import threading
@@ -48,23 +54,23 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-# The fake target: what the GPU host has (H200, sm_90, warp size 32).
-TARGET = ("cuda", 90, 32)
-MAX_RECORDED = 256  # distinct launches kept per call (a kernel launched in a loop is recorded once per argument set)
+TARGET = ("cuda", 90, 32)  # the GPU host's: H200, sm_90, warp size 32
+MAX_RECORDED = 256  # distinct launches kept per forward call (a kernel in a loop: once per argument set)
 DEFAULT_BUDGET_S = 20.0
+# Errors Triton's autotuner absorbs for one config (it times that config as infinitely slow).
+AUTOTUNE_PRUNED = frozenset({"OutOfResources", "CompileTimeAssertionFailure", "PTXASError"})
 _INSTALLED = "_adaexplore_frontend_hook"
-# Errors Triton's autotuner swallows for one config (it times that config as infinitely slow).
-_AUTOTUNE_PRUNED = frozenset({"OutOfResources", "CompileTimeAssertionFailure", "PTXASError"})
+_MISSING = object()
 
 _state = threading.local()
-tl: Any = None  # triton.language, imported on first use (the self-test kernel below reads it as a global)
+tl: Any = None  # triton.language, imported on first use (the self-test kernel reads it as a global)
 
 
-# ---------------------------------------------------------------------------------------------- records
+# ================================================================================================ records
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor argument as Triton's specialization sees it: a pointer to `dtype`, 16-byte aligned or not."""
+    """A tensor argument as Triton specializes it: a pointer to `dtype`, 16-byte aligned or not."""
 
     dtype: Any
     aligned: bool = True
@@ -78,25 +84,23 @@ class TensorArg:
 
 @dataclass(frozen=True)
 class FrontendUnavailable:
-    """The check could not run (not a verdict on the candidate): put `reason` in `unconfirmed`."""
+    """The check could not run: not a verdict on the candidate. `reason` belongs in `unconfirmed`."""
 
     reason: str
-
-    def __bool__(self) -> bool:  # truthy, like an error, but never an exception
-        return True
 
 
 @dataclass
 class Launch:
     """One recorded launch: the kernel object and its arguments as passed, tensors replaced."""
 
-    kernel: Any  # what was launched: an InterpretedFunction (or a JITFunction)
+    kernel: Any  # what was launched: an InterpretedFunction (or a JITFunction / a plain function)
     fn: Any  # the kernel's Python function
     args: tuple
-    kwargs: dict
-    grid: Any = None  # a tuple, or None when the grid was a callable (not needed to compile)
+    kwargs: dict  # keyword arguments: parameters and meta-parameters (num_warps, num_stages...)
+    grid: Any = None  # the grid when it was a tuple (a compile does not need it)
     via_autotuner: bool = False
-    error: BaseException | None = None  # a host-side error already known (a jit function called directly)
+    error: BaseException | None = None  # known at record time: a jit function called from host code
+    site: list[types.FrameType] = field(default_factory=list, repr=False)  # the candidate's frames, outermost first
 
     @property
     def name(self) -> str:
@@ -104,13 +108,13 @@ class Launch:
 
     @property
     def bound(self) -> dict[str, Any]:
-        """Kernel parameter name -> recorded value (defaults not applied); meta-parameters excluded."""
-        params = inspect.signature(self.fn).parameters
-        kw = {k: v for k, v in self.kwargs.items() if k in params}
+        """Kernel parameter name -> recorded value (no defaults applied; meta-parameters excluded)."""
+        sig = inspect.signature(self.fn)
+        kw = {k: v for k, v in self.kwargs.items() if k in sig.parameters}
         try:
-            return dict(inspect.signature(self.fn).bind_partial(*self.args, **kw).arguments)
+            return dict(sig.bind_partial(*self.args, **kw).arguments)
         except TypeError:
-            return {**dict(zip(params, self.args)), **kw}
+            return {**dict(zip(sig.parameters, self.args)), **kw}
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -120,7 +124,7 @@ class Launch:
 
 
 def _stand_in(value: Any) -> Any:
-    """What we keep of one launch argument: tensors become TensorArg; tuples recurse; the rest as is."""
+    """What we keep of one argument: a tensor becomes a TensorArg; tuples recurse; the rest as is."""
     if isinstance(value, (bool, int, float, str, type(None))):
         return value
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
@@ -128,13 +132,13 @@ def _stand_in(value: Any) -> Any:
             return TensorArg(value.dtype, value.data_ptr() % 16 == 0)
         except Exception:  # noqa: BLE001 - an odd tensor-like: keep it, specialization will judge it
             return value
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+    if type(value) is tuple:
         return tuple(_stand_in(v) for v in value)
-    return value  # dtypes, constexprs, jit functions, lists (Triton rejects those), descriptors...
+    return value  # dtypes, constexprs, jit functions, lists (which Triton rejects), descriptors...
 
 
 def _freeze(value: Any) -> Any:
-    """A hashable key for a recorded value (for de-duplicating launches)."""
+    """A hashable key for a recorded value (to de-duplicate launches)."""
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_freeze(v) for v in value))
     if isinstance(value, dict):
@@ -152,60 +156,73 @@ def _launch_key(launch: Launch) -> tuple:
 
 def record_launch_args(kernel: Any, args: tuple, kwargs: dict, grid: Any = None,
                        via_autotuner: bool = False) -> Launch:
-    """A Launch for `kernel[grid](*args, **kwargs)` (InterpretedFunction or JITFunction); keeps no tensor."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+    """The Launch of `kernel[grid](*args, **kwargs)`; keeps no tensor. Usable from any launch hook."""
     return Launch(kernel=kernel, fn=getattr(kernel, "fn", kernel), args=tuple(_stand_in(a) for a in args),
-                  kwargs={k: _stand_in(v) for k, v in kwargs.items()},
+                  kwargs={k: _stand_in(v) for k, v in kwargs.items() if k not in ("grid", "warmup")},
                   grid=grid if isinstance(grid, tuple) else None, via_autotuner=via_autotuner)
 
 
-# ---------------------------------------------------------------------------------------------- recorder
+# ================================================================================================ recorder
 
 def _keep(launch: Launch) -> None:
     module = getattr(_state, "module", None)
-    if module is None or getattr(launch.fn, "__module__", None) != module and module != "*":
+    if module is None or (module != "*" and getattr(launch.fn, "__module__", None) != module):
         return
     key = _launch_key(launch)
-    if key in _state.keys or len(_state.keys) >= MAX_RECORDED:
-        _state.dropped += key not in _state.keys
+    if key in _state.keys:
         return
+    if len(_state.keys) >= MAX_RECORDED:
+        _state.dropped += 1
+        return
+    launch.site = _candidate_frames(launch.fn)
     _state.keys.add(key)
     _state.launches.append(launch)
 
 
 def _from_autotuner() -> bool:
+    """Whether the Autotuner is benchmarking configs (`_bench`'s `kernel_call`), where it absorbs some
+    compile errors of a config; its final launch of the chosen config does not."""
     f = sys._getframe(2)
     for _ in range(6):
         if f is None:
             return False
-        if f.f_code.co_filename.endswith(os.sep + "autotuner.py"):
+        if f.f_code.co_name == "kernel_call" and f.f_code.co_filename.endswith(os.sep + "autotuner.py"):
             return True
         f = f.f_back
     return False
 
 
-def _candidate_traceback(fn: Any) -> types.TracebackType | None:
-    """A traceback of the current stack's frames in `fn`'s file (the candidate), outermost first."""
+def _candidate_frames(fn: Any) -> list[types.FrameType]:
+    """The current stack's frames in `fn`'s file (the candidate's launch site), outermost first."""
     path = getattr(getattr(fn, "__code__", None), "co_filename", None)
-    tb = None
-    f = sys._getframe(2)
+    frames = []
+    f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_filename == path:
-            tb = types.TracebackType(tb, f, f.f_lasti, f.f_lineno)
+        if f.f_code.co_filename == path and f.f_code is not getattr(fn, "__code__", None):
+            frames.append(f)
         f = f.f_back
-    return tb
+    return frames[::-1]
+
+
+def _with_site(exc: BaseException, site: list[types.FrameType]) -> BaseException:
+    """`exc` with the launch site's frames in front of its traceback, as a GPU launch would have them."""
+    tb = exc.__traceback__
+    for f in reversed(site):  # innermost first: each new entry wraps the inner ones
+        tb = types.TracebackType(tb, f, f.f_lasti, f.f_lineno)
+    return exc.with_traceback(tb)
 
 
 def _direct_call_error(fn: Any) -> BaseException:
-    """What a GPU raises when a @triton.jit function is called from host code, with the candidate's frames."""
+    """What `JITFunction.__call__` raises (a GPU: host code called a jit function), at the candidate's line."""
+    exc: BaseException
     try:
         from triton.runtime.jit import JITFunction
 
-        JITFunction.__call__(None)  # raises RuntimeError("Cannot call @triton.jit'd outside of the scope ...")
-        exc: BaseException = RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
+        JITFunction.__call__(None)
+        exc = RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
     except Exception as e:  # noqa: BLE001
         exc = e
-    return exc.with_traceback(_candidate_traceback(fn))
+    return exc.with_traceback(None)  # the launch site is added by check_launches
 
 
 def _wrap_run(cls: type) -> None:
@@ -230,44 +247,35 @@ def _wrap_run(cls: type) -> None:
 
 
 def _wrap_call(cls: type) -> None:
-    """A device-function call outside any launch: record it, and restore the language it patches."""
+    """Record a jit function called from host code (outside any launch); calls inside kernels pass through."""
     original = cls.__call__
     if getattr(original, _INSTALLED, False):
         return
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "depth", 0) > 0:
-            return original(self, *args, **kwargs)
-        if getattr(_state, "module", None) is not None:
+        if getattr(_state, "depth", 0) == 0 and getattr(_state, "module", None) is not None:
             try:
                 launch = record_launch_args(self, args, kwargs)
                 launch.error = _direct_call_error(launch.fn)
                 _keep(launch)
             except Exception:  # noqa: BLE001
                 pass
-        scope = None
-        try:
-            from triton.runtime import interpreter
-
-            scope = interpreter._patch_lang(self.fn)  # records the true originals; restored below
-        except Exception:  # noqa: BLE001 - a version without it: nothing to restore
-            scope = None
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            if scope is not None:
-                scope.restore()
+        return original(self, *args, **kwargs)
 
     setattr(call, _INSTALLED, True)
     cls.__call__ = call  # type: ignore[method-assign]
 
 
 def install() -> None:
-    """Hook the interpreter's launch path; idempotent; independent of (and compatible with) launches.py."""
+    """Hook the interpreter's launch path and snapshot the clean triton.language; idempotent.
+
+    Call it in the worker after importing triton and before any candidate runs (next to
+    `launches.install()`; the two hooks are independent and stack in either order)."""
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except ImportError:  # pragma: no cover - every supported Triton has it
         return
+    _snapshot_language()
     _wrap_run(InterpretedFunction)
     _wrap_call(InterpretedFunction)
 
@@ -283,23 +291,108 @@ def begin(module_name: str) -> None:
 def end() -> list[Launch]:
     """Stop recording; the distinct launches since `begin`, in launch order."""
     out = list(getattr(_state, "launches", []))
+    for launch in out:
+        for f in launch.site:  # finished frames: keep their line, drop their locals (tensors)
+            try:
+                f.clear()
+            except RuntimeError:  # still executing (end() called inside the candidate's call)
+                pass
     _state.module = None
     _state.launches = []
     _state.keys = set()
     return out
 
 
-# ---------------------------------------------------------------------------------------------- check
+# ================================================================================================ language
+
+_SNAPSHOT: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(owner) -> (module or class, its clean __dict__)
+_SNAPSHOT_DIRTY: list[str] = []
+
+
+def _language_owners() -> list[Any]:
+    """triton.language's modules and the classes they define."""
+    owners: dict[int, Any] = {}
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == "triton.language" or name.startswith("triton.language.")):
+            continue
+        owners[id(mod)] = mod
+        for value in list(vars(mod).values()):
+            if isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
+                owners[id(value)] = value
+    return list(owners.values())
+
+
+def _from_interpreter(value: Any, name: str = "") -> bool:
+    """A value the interpreter's language patching puts in place."""
+    if name == "static_print" and value is print:
+        return True
+    for v in (value, getattr(value, "fget", None), getattr(value, "func", None)):
+        code = getattr(v, "__code__", None)
+        if code is not None and code.co_filename.endswith(os.sep + "interpreter.py"):
+            return True
+    return False
+
+
+def _injected(name: str, value: Any) -> bool:
+    """A helper of the interpreter's own that its function rewriter leaves in a module's globals
+    under its own name (not a patch of anything triton.language defines)."""
+    return getattr(value, "__name__", None) == name and \
+        getattr(value, "__module__", "") == "triton.runtime.interpreter"
+
+
+def _original(owner: Any, name: str, value: Any) -> Any:
+    """The compiled-mode value behind an interpreter patch found in `owner.name`, or _MISSING.
+
+    The interpreter wraps a builtin as `lambda *a, member=original, **k: ...`; its other patches of a
+    module (`range`, `static_range`, `static_assert`...) replace names that `triton.language` re-exports
+    from `triton.language.core`, which the enclosing launch does restore in `triton.language`."""
+    kw = getattr(value, "__kwdefaults__", None) or {}
+    if "member" in kw:
+        return kw["member"]
+    if isinstance(owner, types.ModuleType):
+        lang = sys.modules.get("triton.language")
+        alt = vars(lang).get(name, _MISSING) if lang is not None and lang is not owner else _MISSING
+        if alt is not _MISSING and not _from_interpreter(alt, name):
+            return alt
+    return _MISSING
+
+
+def _snapshot_language() -> None:
+    """Remember triton.language as compiled mode has it (owners seen later are added as they come).
+
+    Taken by `install()` before any kernel runs it is clean; taken later it may hold what the
+    interpreter leaked (`InterpretedFunction.__call__` patches `triton.language.core` for good), which
+    is mapped back to the originals."""
+    import triton.language  # noqa: F401
+
+    for owner in _language_owners():
+        if id(owner) in _SNAPSHOT:
+            continue
+        clean = dict(vars(owner))
+        for name, value in list(clean.items()):
+            if _injected(name, value):
+                continue
+            if _from_interpreter(value, name):
+                original = _original(owner, name, value)
+                if original is _MISSING:
+                    _SNAPSHOT_DIRTY.append(f"{getattr(owner, '__name__', owner)}.{name}")
+                else:
+                    clean[name] = original
+        _SNAPSHOT[id(owner)] = (owner, clean)
+
+
+# ================================================================================================ check
 
 class _Machinery(Exception):
     """The check machinery failed (not the candidate)."""
 
 
 class _Accepted:
-    """Stands in for a compiled kernel in the throwaway JITFunction's cache."""
+    """Stands in for a compiled kernel in the throwaway JITFunction's kernel cache."""
 
 
 _ACCEPTED = _Accepted()
+_LIBRARY_JITS: dict[Any, Any] = {}  # triton's own library functions -> JITFunction (built once)
 
 
 class _FakeCudaDriver:
@@ -327,7 +420,7 @@ class _FakeCudaDriver:
 
 
 def _frontend_compile(src: Any, target: Any = None, options: Any = None, **_: Any) -> Any:
-    """`triton.compiler.compile` cut after the front end: the same calls, up to `make_ir` (TTIR)."""
+    """`triton.compiler.compile`, the same calls, stopped after `make_ir` (the front end: AST -> TTIR)."""
     try:
         from triton._C.libtriton import ir
         from triton.compiler.compiler import make_backend
@@ -342,16 +435,51 @@ def _frontend_compile(src: Any, target: Any = None, options: Any = None, **_: An
     except Exception as exc:  # noqa: BLE001
         raise _Machinery(f"setting up the front end failed: {type(exc).__name__}: {exc}") from exc
     try:
-        src.make_ir(target, opts, codegen_fns, module_map, context)
+        with contextlib.redirect_stdout(io.StringIO()):  # a module that fails to verify is printed
+            src.make_ir(target, opts, codegen_fns, module_map, context)
     except Exception as exc:
-        try:
-            from triton.compiler.compiler import filter_traceback
-
-            filter_traceback(exc)  # as compile() does
-        except Exception:  # noqa: BLE001
-            pass
+        _filter_traceback(exc)
         raise
     return _ACCEPTED
+
+
+def _filter_traceback(exc: BaseException) -> None:
+    """What compile()'s `filter_traceback` does (drop code_generator.py and ast.py frames), once per exception.
+
+    Triton's own recurses into both `__cause__` and `__context__`, which are the same exception for
+    `raise ... from e`: exponential in the chain's length, so a recursive kernel (a chain hundreds of
+    CompilationErrors deep) never returns from it."""
+    try:
+        from triton import knobs
+
+        if knobs.compilation.front_end_debugging:
+            return
+    except Exception:  # noqa: BLE001
+        pass
+    bad = tuple(b.replace("/", os.sep) for b in ("/triton/compiler/code_generator.py", "/ast.py"))
+    todo, done = [exc], set()
+    while todo:
+        e = todo.pop()
+        if id(e) in done:
+            continue
+        done.add(id(e))
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+        frames = []
+        tb = e.__traceback__
+        while tb is not None:
+            if not tb.tb_frame.f_code.co_filename.endswith(bad):
+                frames.append(tb)
+            tb = tb.tb_next
+        for cur, nxt in zip(frames, frames[1:]):
+            cur.tb_next = nxt
+        if frames:
+            frames[-1].tb_next = None
+        e.__traceback__ = frames[0] if frames else None
+
+
+def _interpreted_call_guard(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise _Machinery(f"the interpreted function {getattr(self, '__name__', '?')} was called while compiling "
+                     "(a @triton.jit function the checker did not swap for a JITFunction)")
 
 
 def _jit_options(obj: Any, jit_cls: type) -> dict[str, Any]:
@@ -367,8 +495,28 @@ def _jit_options(obj: Any, jit_cls: type) -> dict[str, Any]:
     return {k: v for k, v in opts.items() if k in accepted}
 
 
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _wrapped_interpreted(value: Any, interp_cls: type) -> Any:
+    """The InterpretedFunction behind a value: itself, or inside `core._tensor_member_fn`'s `wrapper`."""
+    if isinstance(value, interp_cls):
+        return value
+    if isinstance(value, types.FunctionType) and value.__closure__ and value.__code__.co_name == "wrapper":
+        found = [c.cell_contents for c in value.__closure__
+                 if _cell_filled(c) and isinstance(c.cell_contents, interp_cls)]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
 class _Session:
-    """One check: fake driver active, throwaway JITFunctions; `close()` restores everything."""
+    """One check: fake driver, compiled-mode language, throwaway JITFunctions; `close()` undoes it all."""
 
     def __init__(self) -> None:
         import triton.runtime.jit as jit_mod
@@ -378,7 +526,7 @@ class _Session:
         try:
             from triton.runtime.interpreter import InterpretedFunction
         except ImportError:  # pragma: no cover
-            InterpretedFunction = ()  # type: ignore[assignment,misc]  # noqa: N806
+            InterpretedFunction = None  # noqa: N806
         self.jit_cls = jit_mod.JITFunction
         self.interp_cls = InterpretedFunction
         self.driver = driver
@@ -387,34 +535,52 @@ class _Session:
         self.saved_active = driver.__dict__.get("_active", _MISSING)
         self.target = GPUTarget(*TARGET)
         self.jits: dict[Any, Any] = {}  # python function -> throwaway JITFunction
-        self.scopes: dict[int, dict] = {}
-        self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, original), restored by close()
-        driver.set_active(_FakeCudaDriver(self.target))
+        self.scopes: dict[int, dict] = {}  # id(globals) -> translated copy
+        self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, original or _MISSING)
         try:
-            self._compile_language()
+            driver.set_active(_FakeCudaDriver(self.target))
+            self._compiled_mode_language()
         except Exception:
             self.close()
             raise
 
     def _set(self, owner: Any, name: str, value: Any) -> None:
-        self.patched.append((owner, name, owner.__dict__[name]))
+        self.patched.append((owner, name, vars(owner).get(name, _MISSING)))
         setattr(owner, name, value)
 
-    def _compile_language(self) -> None:
-        """Under TRITON_INTERPRET=1 triton.language's own @jit functions (tl.zeros, tl.sum, tl.cdiv, the
-        `x.sum()` methods...) are InterpretedFunctions, which the code generator would run as Python on
-        IR values: swap them for JITFunctions (as in compiled mode) while the check runs."""
-        if not isinstance(self.interp_cls, type):
+    def _compiled_mode_language(self) -> None:
+        if self.interp_cls is None:
             return
-        for owner, name, value in _language_interpreted(self.interp_cls):
-            self._set(owner, name, self.jit_for(value))
-        guard = _interpreted_call_guard
-        self._set(self.interp_cls, "__call__", guard)
+        _snapshot_language()
+        if _SNAPSHOT_DIRTY:
+            raise _Machinery("triton.language was already patched by the interpreter when first seen "
+                             f"({', '.join(_SNAPSHOT_DIRTY[:3])}): call frontend.install() before any kernel runs")
+        # 1. undo what the interpreter left patched
+        for owner, clean in _SNAPSHOT.values():
+            current = vars(owner)
+            for name, value in clean.items():
+                if current.get(name, _MISSING) is not value:
+                    self._set(owner, name, value)
+            for name in [n for n, v in current.items() if n not in clean and _from_interpreter(v, n)]:
+                self.patched.append((owner, name, current[name]))
+                delattr(owner, name)
+        # 2. triton.language's own @jit functions as compiled mode has them
+        for owner in _language_owners():
+            for name, value in list(vars(owner).items()):
+                inner = _wrapped_interpreted(value, self.interp_cls)
+                if inner is not None:
+                    self._set(owner, name, self.jit_for(inner))
+        # 3. an interpreted function reached while compiling is the checker's bug, not the candidate's
+        self._set(self.interp_cls, "__call__", _interpreted_call_guard)
 
     def close(self) -> None:
         while self.patched:
             owner, name, original = self.patched.pop()
-            setattr(owner, name, original)
+            if original is _MISSING:
+                if name in vars(owner):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, original)
         if self.saved_active is _MISSING:
             self.driver.__dict__.pop("_active", None)
         else:
@@ -427,9 +593,6 @@ class _Session:
 
     # -- kernels and helpers as JITFunctions
 
-    def is_kernel(self, value: Any) -> bool:
-        return isinstance(value, self.interp_cls) or isinstance(value, self.jit_cls)
-
     def jit_for(self, obj: Any) -> Any:
         fn = getattr(obj, "fn", obj)
         jit = self.jits.get(fn) or _LIBRARY_JITS.get(fn)
@@ -437,11 +600,12 @@ class _Session:
             return jit
         jit = self.jit_cls(fn, **_jit_options(obj, self.jit_cls))
         if getattr(fn, "__module__", "").startswith("triton."):
-            _LIBRARY_JITS[fn] = jit  # Triton's own library never changes: build its JITFunctions once
+            _LIBRARY_JITS[fn] = jit  # its globals are the (patched-in-place) language modules themselves
+            return jit
         self.jits[fn] = jit  # before translating its scope: a kernel may call itself
         scope = self.translate_scope(fn)
         jit.__globals__ = scope
-        jit.get_capture_scope = lambda: scope  # 3.6 and 3.9 codegen read the scope through this
+        jit.get_capture_scope = lambda: scope  # where 3.6 and 3.9 code generators read names from
         return jit
 
     def translate_scope(self, fn: Any) -> dict:
@@ -455,17 +619,16 @@ class _Session:
                 base[name] = self.translate_value(value)
         if not fn.__closure__:
             return base
-        free = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__)
-                if _cell_filled(c)}
+        free = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__) if _cell_filled(c)}
         return base | {n: self.translate_value(v) for n, v in free.items()}
 
     def translate_value(self, value: Any) -> Any:
-        if isinstance(value, self.interp_cls) and not isinstance(value, self.jit_cls):
+        if self.interp_cls is not None and isinstance(value, self.interp_cls):
             try:
                 return self.jit_for(value)
-            except Exception:  # noqa: BLE001 - e.g. a helper Triton refuses to wrap: fail where it is used
+            except Exception:  # noqa: BLE001 - a helper Triton refuses to wrap: it fails where it is used
                 return value
-        if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        if type(value) is tuple:
             return tuple(self.translate_value(v) for v in value)
         return value
 
@@ -489,7 +652,7 @@ class _Session:
             jit.run(*args, grid=launch.grid or (1,), warmup=True, **kwargs)
         except _Machinery:
             raise
-        except Exception as exc:  # noqa: BLE001 - the candidate's error, unless our stand-ins caused it
+        except Exception as exc:  # noqa: BLE001 - the candidate's error, unless the checker caused it
             inner = next((e for e in _chain(exc) if isinstance(e, _Machinery)), None)
             if inner is not None:
                 raise _Machinery(str(inner)) from exc
@@ -498,54 +661,6 @@ class _Session:
                                  f"{type(exc).__name__}: {exc}") from exc
             return exc
         return None
-
-
-_MISSING = object()
-_LIBRARY_JITS: dict[Any, Any] = {}
-
-
-def _interpreted_call_guard(self: Any, *args: Any, **kwargs: Any) -> Any:
-    raise _Machinery(f"the interpreted function {getattr(self, '__name__', '?')} was called while compiling "
-                     "(a @triton.jit function the checker did not swap for a JITFunction)")
-
-
-def _language_interpreted(interp_cls: type) -> list[tuple[Any, str, Any]]:
-    """(owner, attribute, InterpretedFunction) for triton.language's modules and classes.
-
-    A class attribute may be the `wrapper` that `core._tensor_member_fn` puts on `tensor` around an
-    interpreted function (compiled mode puts the JITFunction itself there)."""
-    out: dict[tuple[int, str], tuple[Any, str, Any]] = {}
-    for mod_name, mod in list(sys.modules.items()):
-        if mod is None or not (mod_name == "triton.language" or mod_name.startswith("triton.language.")):
-            continue
-        for name, value in list(vars(mod).items()):
-            if isinstance(value, interp_cls):
-                out[(id(mod), name)] = (mod, name, value)
-            elif isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
-                for cname, cvalue in list(vars(value).items()):
-                    inner = _wrapped_interpreted(cvalue, interp_cls)
-                    if inner is not None:
-                        out[(id(value), cname)] = (value, cname, inner)
-    return list(out.values())
-
-
-def _wrapped_interpreted(value: Any, interp_cls: type) -> Any:
-    if isinstance(value, interp_cls):
-        return value
-    if isinstance(value, types.FunctionType) and value.__closure__ and value.__code__.co_name == "wrapper":
-        cells = [c.cell_contents for c in value.__closure__ if _cell_filled(c)]
-        found = [c for c in cells if isinstance(c, interp_cls)]
-        if len(found) == 1:
-            return found[0]
-    return None
-
-
-def _cell_filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-    except ValueError:
-        return False
-    return True
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -558,29 +673,17 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _raised_here(exc: BaseException) -> bool:
-    """True when the innermost frame of the exception is in this file (a stand-in or the fake driver)."""
+    """The innermost frame is this file's (a stand-in or the fake driver), not Triton's or the candidate's."""
     tb = exc.__traceback__
     last = None
     while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    return last is not None and last.tb_frame.f_code.co_filename == __file__ and \
-        last.tb_frame.f_code.co_name not in ("check", "_frontend_compile")
+        last, tb = tb, tb.tb_next
+    return (last is not None and last.tb_frame.f_code.co_filename == __file__
+            and last.tb_frame.f_code.co_name not in ("check", "_frontend_compile"))
 
 
-def _lang_patched() -> bool:
-    """The interpreter left triton.language patched (its builtins replaced by its own lambdas)."""
-    try:
-        import triton.language as tl_mod
-
-        code = getattr(tl_mod.arange, "__code__", None)
-        return code is not None and code.co_filename.endswith("interpreter.py")
-    except Exception:  # noqa: BLE001
-        return False
-
-
-# The self-test: a kernel every supported Triton compiles (pointers, an int, a float, a constexpr,
-# a helper, tl.static_range over a constexpr). Not decorated: wrapped in a throwaway JITFunction.
+# The self-test: pointers, an int, a float, constexprs, a helper, tl.zeros (a library @jit function),
+# tl.static_range over a constexpr. Plain functions here; wrapped in throwaway JITFunctions.
 def _selftest_helper(x):
     return x * 2.0
 
@@ -591,50 +694,45 @@ def _selftest_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr, STEPS: tl.cons
     acc = tl.zeros((BLOCK,), tl.float32)
     for i in tl.static_range(STEPS):
         acc += _selftest_helper(tl.load(x_ptr + offs, mask=mask, other=0.0)) * scale
-    tl.store(y_ptr + offs, acc, mask=mask)
+    tl.store(y_ptr + offs, acc + tl.sum(acc, axis=0), mask=mask)
 
 
-_selftest_result: dict[str, str | None] = {}
+_SELFTEST: dict[str, str | None] = {}
 
 
 def _selftest(session: _Session) -> str | None:
     """None when the machinery compiles a valid kernel and rejects an invalid one; else why not (cached)."""
     import triton
 
-    key = triton.__version__
-    if key in _selftest_result:
-        return _selftest_result[key]
+    if triton.__version__ in _SELFTEST:
+        return _SELFTEST[triton.__version__]
     reason: str | None = None
     try:
         import torch
 
         session.jit_for(_selftest_kernel)
         session.translate_scope(_selftest_kernel)["_selftest_helper"] = session.jit_for(_selftest_helper)
-        ok = Launch(kernel=_selftest_kernel, fn=_selftest_kernel,
-                    args=(TensorArg(torch.float32), TensorArg(torch.float32), 1000, 0.5),
-                    kwargs={"BLOCK": 128, "STEPS": 2, "num_warps": 4})
-        err = session.check(ok)
+        ptrs = (TensorArg(torch.float32), TensorArg(torch.float32))
+        err = session.check(Launch(_selftest_kernel, _selftest_kernel, (*ptrs, 1000, 0.5),
+                                   {"BLOCK": 128, "STEPS": 2, "num_warps": 4}))
         if err is not None:
             reason = f"the self-test kernel was rejected: {type(err).__name__}: {str(err).strip()[-300:]}"
-        else:
-            bad = Launch(kernel=_selftest_kernel, fn=_selftest_kernel,
-                         args=(TensorArg(torch.float32), TensorArg(torch.float32), 1000, 0.5, 128),
-                         kwargs={"STEPS": "x"})  # STEPS="x": tl.static_range("x") must not compile
-            if session.check(bad) is None:
-                reason = "the self-test's invalid kernel was accepted"
+        elif session.check(Launch(_selftest_kernel, _selftest_kernel, (*ptrs, 1000, 0.5, 128), {"STEPS": 2.5})) is None:
+            reason = "the self-test's invalid kernel (tl.static_range(2.5)) was accepted"
     except _Machinery as exc:
         reason = str(exc)
     except Exception as exc:  # noqa: BLE001
         reason = f"self-test failed: {type(exc).__name__}: {exc}"
     finally:
         session.jits.clear()
-    _selftest_result[key] = reason
+        session.scopes.clear()
+    _SELFTEST[triton.__version__] = reason
     return reason
 
 
 @dataclass
 class FrontendReport:
-    """What `check_launches` did: the first error (if any), or why it could not run, and per-kernel times."""
+    """What `check_launches` did: the first error, or why the check could not run, and per-launch times."""
 
     error: BaseException | None = None
     error_launch: Launch | None = None
@@ -647,11 +745,19 @@ class FrontendReport:
         return self.error if self.error is not None else self.unavailable
 
 
+def _fail(report: FrontendReport, exc: BaseException, launch: Launch) -> None:
+    tb = exc.__traceback__
+    if launch.site and not (tb is not None and tb.tb_frame is launch.site[0]):
+        exc = _with_site(exc, launch.site)
+    report.error, report.error_launch = exc, launch
+
+
 def check_launches(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -> FrontendReport:
-    """Replay `launches` (in order) through the compiler front end; see `frontend_check`."""
+    """Replay `launches` in order through the compiler front end; see `frontend_check`."""
     global tl
     t0 = time.perf_counter()
     report = FrontendReport()
+    known = next((la for la in launches if la.error is not None), None)
     try:
         import triton.language as tl_mod
 
@@ -659,79 +765,68 @@ def check_launches(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -
     except Exception as exc:  # noqa: BLE001
         report.unavailable = FrontendUnavailable(f"triton is not importable: {exc}")
         return report
-    if _lang_patched():
-        report.unavailable = FrontendUnavailable(
-            "triton.language was left patched by the interpreter, so the compiler front end cannot run here")
-        # A recorded direct call still says what a GPU would raise.
-        report.error = next((la.error for la in launches if la.error is not None), None)
-        return report
     seen: set = set()
-    pruned: dict[Any, tuple[BaseException, Launch]] = {}
-    ok_autotuned: set = set()
+    pruned: dict[int, tuple[BaseException, Launch]] = {}
+    tuned_ok: set[int] = set()
     session = None
     try:
         session = _Session()
         reason = _selftest(session)
         if reason is not None:
-            report.unavailable = FrontendUnavailable(f"compiler front-end check unavailable: {reason}")
-            return report
+            raise _Machinery(reason)
         for launch in launches:
             key = _launch_key(launch)
             if key in seen:
                 continue
             seen.add(key)
             if launch.error is not None:
-                report.error, report.error_launch = launch.error, launch
+                _fail(report, launch.error, launch)
                 return report
             if time.perf_counter() - t0 > budget_s:
                 report.unavailable = FrontendUnavailable(
-                    f"compiler front-end check stopped after {budget_s:g}s: {len(report.checked)} of the "
-                    "launched kernel configurations were checked")
+                    f"the compiler front-end check stopped after {budget_s:g}s, {len(report.checked)} launch "
+                    "configurations checked")
                 return report
             t1 = time.perf_counter()
             err = session.check(launch)
             report.checked.append((launch.name, time.perf_counter() - t1))
             if err is None:
                 if launch.via_autotuner:
-                    ok_autotuned.add(id(launch.fn))
-                continue
-            if launch.via_autotuner and _type_names(err) & _AUTOTUNE_PRUNED:
-                pruned.setdefault(id(launch.fn), (err, launch))  # the autotuner skips such a config
-                continue
-            report.error, report.error_launch = err, launch
-            return report
+                    tuned_ok.add(id(launch.fn))
+            elif launch.via_autotuner and {t.__name__ for t in type(err).__mro__} & AUTOTUNE_PRUNED:
+                pruned.setdefault(id(launch.fn), (err, launch))  # the autotuner skips that config
+            else:
+                _fail(report, err, launch)
+                return report
         for fn_id, (err, launch) in pruned.items():
-            if fn_id not in ok_autotuned:  # every config failed: the GPU launch fails too
-                report.error, report.error_launch = err, launch
+            if fn_id not in tuned_ok:  # no config compiled: the GPU launch fails too
+                _fail(report, err, launch)
                 return report
         return report
     except _Machinery as exc:
         report.unavailable = FrontendUnavailable(f"compiler front-end check unavailable: {exc}")
-        return report
-    except Exception as exc:  # noqa: BLE001 - never let the check itself break the judge
+    except Exception as exc:  # noqa: BLE001 - the check itself must never break the judge
         report.unavailable = FrontendUnavailable(
             f"compiler front-end check failed internally: {type(exc).__name__}: {exc}")
-        return report
     finally:
         if session is not None:
             session.close()
         report.seconds = time.perf_counter() - t0
+    if known is not None:  # the check could not run, but a recorded host-side error still stands
+        _fail(report, known.error, known)
+    return report
 
 
 def frontend_check(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -> BaseException | FrontendUnavailable | None:
     """Compile each distinct recorded launch through Triton's front end for a fake CUDA sm_90 target.
 
     Returns the first exception a GPU launch would raise (the compiler's own object: give it to
-    `classify()`), `FrontendUnavailable(reason)` when the check could not run (say so in `unconfirmed`;
-    not a verdict), or None when every launch compiles. Leaves Triton's global state as it found it.
+    `classify()`), `FrontendUnavailable(reason)` when the check could not run (put the reason in
+    `unconfirmed`; it is not a verdict), or None when every launch compiles. Triton's global state is
+    left as it was found.
     """
     return check_launches(launches, budget_s).result
 
 
-def _type_names(exc: BaseException) -> set[str]:
-    return {t.__name__ for t in type(exc).__mro__}
-
-
-__all__ = ["FrontendReport", "FrontendUnavailable", "Launch", "TensorArg", "begin", "check_launches", "end",
-           "frontend_check", "install", "record_launch_args"]
-
+__all__ = ["AUTOTUNE_PRUNED", "FrontendReport", "FrontendUnavailable", "Launch", "TensorArg", "begin",
+           "check_launches", "end", "frontend_check", "install", "record_launch_args"]

@@ -43,10 +43,10 @@ def profile_share(ev: Any) -> dict[str, Any] | None:
     inputs = ev.last_inputs
     if inputs is None:
         return None
-    lent = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    lent = wire.pack(list(inputs))
     buffers: list[Any] = []
     try:
-        reply, _ = ev.cand_call({"op": "profile", "inputs": wire.encode_value(lent, buffers)}, buffers)
+        reply, _ = ev.cand_call({"op": "profile", "inputs": wire.encode_value(lent, buffers, pack=False)}, buffers)
     except Exception:  # noqa: BLE001 - a candidate that breaks the profiler fails later, in timing
         return None
     kernels = [(str(k)[:120], float(v)) for k, v in reply.get("kernels", []) if isinstance(v, (int, float))]
@@ -69,7 +69,8 @@ def _block(call: Any, header: dict, buffers: list) -> tuple[list[float], float, 
     reply, bufs = call({"op": "time", "warmup": 1, **header}, buffers)
     if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
         return [], 0.0, [reply]
-    outs = [wire.decode_value(o, bufs) for o in reply.get("outputs", [])]
+    opened: dict = {}
+    outs = [wire.decode_value(o, bufs, opened=opened) for o in reply.get("outputs", [])]
     torch.cuda.synchronize()
     wall = (time.perf_counter() - t0) * 1e3
     times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
@@ -94,16 +95,16 @@ class _Sides:
         reference's outputs for them."""
         reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key},
                                                self.ev.deadline, "running the reference")
-        sets = [[x.clone() if isinstance(x, torch.Tensor) else x for x in wire.decode_value(s["inputs"], bufs)]
-                for s in reply["sets"]]
-        expected = [wire.decode_value(s["output"], bufs) for s in reply["sets"]]
+        opened: dict = {}
+        sets = wire.pack([list(wire.decode_value(s["inputs"], bufs, opened=opened)) for s in reply["sets"]])
+        expected = [wire.decode_value(s["output"], bufs, opened=opened) for s in reply["sets"]]
         torch.cuda.synchronize()
         return sets, expected
 
     @staticmethod
     def lend(sets: list[list[Any]]) -> dict[str, Any]:
         buffers: list[Any] = []
-        return {"sets": wire.encode_value(sets, buffers)}
+        return {"sets": wire.encode_value(sets, buffers, pack=False)}
 
     def release_ref(self, only: str | None = None) -> None:
         self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
@@ -169,8 +170,7 @@ def _estimate(ev: Any, sides: _Sides) -> float:
 def _check_block(ev: Any, outs: list, expected: list, calls: int) -> bool:
     """Randomly chosen outputs of the timed calls must match; no storage may be returned twice."""
     out, limits = ev.out, ev.limits
-    ptrs = [t.untyped_storage().data_ptr() for o in outs for t in as_tensors(o)
-            if isinstance(t, torch.Tensor) and t.numel()]
+    ptrs = [t.data_ptr() for o in outs for t in as_tensors(o) if isinstance(t, torch.Tensor) and t.numel()]
     if len(set(ptrs)) != len(ptrs):
         out.reject("output_reused_across_calls", "two timed calls returned the same output storage: each call must "
                    "compute a new result (an output cache keyed on the inputs is not a kernel)")

@@ -139,8 +139,9 @@ class Runner:
     def op_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The reference's parameters and buffers by name (for the copied line-up)."""
         state = self.model.state_dict() if isinstance(self.model, torch.nn.Module) else {}
-        self.kept["state"] = state
-        return {"names": list(state), "values": wire.encode_value(list(state.values()), out)}
+        packs: list[Any] = []
+        self.kept["state"] = (state, packs)
+        return {"names": list(state), "values": wire.encode_value(list(state.values()), out, packs)}
 
     def op_load_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Copy the reference's parameters into ModelNew where names and shapes match."""
@@ -180,8 +181,10 @@ class Runner:
                 return self._ref_error("get_inputs()/forward", exc)
             sets.append((inputs, result))
         self.kept[str(req["key"])] = sets
-        return {"sets": [{"inputs": wire.encode_value(list(i), out), "output": wire.encode_value(o, out)}
-                         for i, o in sets]}
+        packs: list[Any] = []
+        self.kept[f"{req['key']}/packs"] = packs
+        both = wire.encode_value([[list(i), o] for i, o in sets], out, packs)["list"]
+        return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both]}
 
     def _forward_ref(self, inputs: list[Any], mode: str) -> Any:
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
@@ -199,8 +202,9 @@ class Runner:
                     for i, _ in sets]
         except BaseException as exc:  # noqa: BLE001
             return self._ref_error("forward", exc)
-        self.kept[str(req["key"]) + "/rerun"] = outs
-        return {"outputs": [wire.encode_value(o, out) for o in outs]}
+        packs: list[Any] = []
+        self.kept[str(req["key"]) + "/rerun"] = (outs, packs)
+        return {"outputs": wire.encode_value(outs, out, packs)["list"]}
 
     def op_forward(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Candidate: one call per lent input set, in order, stopping at the first failure; the outputs
@@ -209,12 +213,18 @@ class Runner:
         results, kept = [], []
         for i, inputs in enumerate(sets):
             result, reply = self._forward_one(inputs, bool(req.get("suppress")), req, i, bufs)
-            kept.append(result)
-            reply["outputs"] = wire.encode_value(result, out) if "verdict" not in reply else None
+            kept.append(result if "verdict" not in reply else None)
             results.append(reply)
             if "verdict" in reply:
                 break
-        self.kept["out"] = kept
+        packs: list[Any] = []
+        self.kept["out"] = (kept, packs)
+        try:
+            encoded = wire.encode_value(kept, out, packs)["list"]
+        except Exception as exc:  # noqa: BLE001 - e.g. an output that is a view of a lent input
+            return {"results": [{**results[0], "outputs": None, "unsendable": f"{type(exc).__name__}: {exc}"[:300]}]}
+        for reply, enc in zip(results, encoded):
+            reply["outputs"] = enc
         return {"results": results}
 
     def _forward_one(self, inputs: list[Any], suppress: bool, req: dict, index: int,
@@ -238,9 +248,9 @@ class Runner:
         flags = precision.changed_flags(before, precision.snapshot())
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
-        if self.device == "cpu":  # no shared memory on the CPU path: report what only this process can see
+        reply["aliased"] = _aliased(result, inputs)  # outputs travel as copies: only this process can see it
+        if self.device == "cpu":  # no shared memory on the CPU path: the referee cannot see writes to inputs
             reply["mutated"] = bool(req.get("check_inputs")) and _mutated(inputs, bufs, req["sets"], index)
-            reply["aliased"] = _aliased(result, inputs)
         if recorder is not None:
             problem = self.frontend.check(recorder)
             if problem is not None:
@@ -269,8 +279,9 @@ class Runner:
             precision.pin_strict()
             return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
         precision.pin_strict()
-        self.kept["timed"] = outs
-        return {"times_ms": times, "outputs": [wire.encode_value(o, out) for o in outs]}
+        packs: list[Any] = []
+        self.kept["timed"] = (outs, packs)
+        return {"times_ms": times, "outputs": wire.encode_value(outs, out, packs)["list"]}
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: kernel names and device time of one call under torch.profiler (evidence, reported as-is)."""

@@ -73,22 +73,65 @@ def _meta(t: torch.Tensor) -> dict[str, Any]:
             "offset": t.storage_offset()}
 
 
-def encode_tensor(t: torch.Tensor, buffers: list[bytes | memoryview]) -> dict[str, Any]:
+PACK_MAX_TENSOR_BYTES = 64 << 20
+PACK_ALIGN = 256
+
+
+class Packer:
+    """Small CUDA tensors of one message copied into one buffer, so the receiver maps one IPC handle
+    instead of one per tensor (opening a handle costs far more than copying a few MB on the GPU).
+    Large tensors travel on their own: a copy would double their memory."""
+
+    def __init__(self, value: Any) -> None:
+        self.views: dict[int, torch.Tensor] = {}
+        self.shares: dict[int, list[Any]] = {}
+        self.flat: torch.Tensor | None = None
+        small = [t for t in _tensors(value) if t.is_cuda and 0 < t.numel() * t.element_size() <= PACK_MAX_TENSOR_BYTES]
+        if len(small) < 2:
+            return
+        offsets, total = [], 0
+        for t in small:
+            offsets.append(total)
+            total += -(-t.numel() * t.element_size() // PACK_ALIGN) * PACK_ALIGN
+        self.flat = torch.empty(total, dtype=torch.uint8, device=small[0].device)
+        for t, off in zip(small, offsets):
+            nbytes = t.numel() * t.element_size()
+            view = self.flat[off:off + nbytes].view(t.dtype).view(t.shape)
+            view.copy_(t.detach())
+            self.views[id(t)] = view
+
+    def share(self, t: torch.Tensor) -> tuple[torch.Tensor, list[Any]]:
+        t = self.views.get(id(t), t)
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if key not in self.shares:
+            self.shares[key] = [x.hex() if isinstance(x, bytes) else x for x in storage._share_cuda_()]
+        return t, self.shares[key]
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def encode_tensor(t: torch.Tensor, buffers: list[bytes | memoryview], packer: Packer | None = None) -> dict[str, Any]:
     """A descriptor for `t`: its CUDA IPC handle on a GPU, its bytes (appended to `buffers`) on the CPU."""
     t = t.detach()
     if t.is_cuda:
-        storage = t.untyped_storage()
-        if storage.nbytes() == 0:
+        if t.untyped_storage().nbytes() == 0:
             return {"empty": True, **_meta(t), "device": "cuda"}
-        share = storage._share_cuda_()
-        return {"ipc": [x.hex() if isinstance(x, bytes) else x for x in share], **_meta(t), "device": "cuda"}
+        t, share = (packer or Packer(None)).share(t)
+        return {"ipc": share, **_meta(t), "device": "cuda"}
     flat = t.contiguous()
     buffers.append(flat.reshape(-1).view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
     return {"buf": len(buffers) - 1, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
             "device": "cpu"}
 
 
-def decode_tensor(desc: dict[str, Any], buffers: list[bytes]) -> torch.Tensor:
+def decode_tensor(desc: dict[str, Any], buffers: list[bytes], opened: dict | None = None) -> torch.Tensor:
     """A plain dense tensor rebuilt from a descriptor; raises WireError for anything out of bounds."""
     dtype = DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
     if dtype is None:
@@ -114,11 +157,11 @@ def decode_tensor(desc: dict[str, Any], buffers: list[bytes]) -> torch.Tensor:
         if numel:
             raise WireError("an empty storage cannot hold a non-empty tensor")
         return torch.empty(shape, dtype=dtype, device="cuda")
-    return _open_ipc(desc.get("ipc"), dtype, shape, stride, offset, item)
+    return _open_ipc(desc.get("ipc"), dtype, shape, stride, offset, item, {} if opened is None else opened)
 
 
 def _open_ipc(share: Any, dtype: torch.dtype, shape: list[int], stride: list[int], offset: int,
-              item: int) -> torch.Tensor:
+              item: int, opened: dict) -> torch.Tensor:
     if not isinstance(share, list) or len(share) != 8:
         raise WireError("bad CUDA IPC descriptor")
     device, handle, size, off, rc_handle, rc_off, ev_handle, ev_sync = share
@@ -130,42 +173,68 @@ def _open_ipc(share: Any, dtype: torch.dtype, shape: list[int], stride: list[int
     needed = (offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * item if math.prod(shape) else 0
     if needed > args[2]:
         raise WireError(f"tensor needs {needed} bytes of a {args[2]}-byte shared storage")
-    try:
-        storage = torch.UntypedStorage._new_shared_cuda(*args)
-    except Exception as exc:  # noqa: BLE001 - a forged handle is the peer's fault, not ours
-        raise WireError(f"could not open the CUDA IPC handle: {type(exc).__name__}: {str(exc)[:200]}") from None
+    key = (handle, int(off))
+    storage = opened.get(key)
+    if storage is None:
+        try:
+            storage = torch.UntypedStorage._new_shared_cuda(*args)
+        except Exception as exc:  # noqa: BLE001 - a forged handle is the peer's fault, not ours
+            raise WireError(f"could not open the CUDA IPC handle: {type(exc).__name__}: {str(exc)[:200]}") from None
+        opened[key] = storage
     t = torch.empty(0, dtype=dtype, device=f"cuda:{torch.cuda.current_device()}")
     return t.set_(storage, offset, shape, stride)
 
 
-def encode_value(value: Any, buffers: list[bytes | memoryview]) -> Any:
-    """Tensors, numbers, strings, None and (nested) lists/tuples; anything else is refused by name."""
+def pack(value: Any) -> Any:
+    """A copy of `value` whose small CUDA tensors are views of one new buffer (large ones cloned), ready
+    to lend with `encode_value(..., pack=False)`; the caller keeps it, and compares against it after."""
+    packer = Packer(value)
+
+    def copy(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return packer.views.get(id(v)) if id(v) in packer.views else v.detach().clone()
+        if isinstance(v, (list, tuple)):
+            return type(v)(copy(x) for x in v)
+        return v
+
+    return copy(value)
+
+
+def encode_value(value: Any, buffers: list[bytes | memoryview], keep: list | None = None,
+                 packer: Packer | None = None, pack: bool = True) -> Any:
+    """Tensors, numbers, strings, None and (nested) lists/tuples; anything else is refused by name.
+    Small CUDA tensors are packed into one buffer, appended to `keep`: it must outlive the receiver's use."""
+    if packer is None:
+        packer = Packer(value if pack else None)
+        if keep is not None and packer.flat is not None:
+            keep.append(packer.flat)
     if isinstance(value, torch.Tensor):
-        return {"tensor": encode_tensor(value, buffers)}
+        return {"tensor": encode_tensor(value, buffers, packer)}
     if value is None or isinstance(value, (bool, int, float, str)):
         if isinstance(value, float) and not math.isfinite(value):
             return {"float": repr(value)}
         return value
     if isinstance(value, (list, tuple)):
-        return {"list" if isinstance(value, list) else "tuple": [encode_value(v, buffers) for v in value]}
+        return {"list" if isinstance(value, list) else "tuple": [encode_value(v, buffers, keep, packer) for v in value]}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
     return {"unsupported": type(value).__name__}
 
 
-def decode_value(value: Any, buffers: list[bytes], depth: int = 0) -> Any:
+def decode_value(value: Any, buffers: list[bytes], depth: int = 0, opened: dict | None = None) -> Any:
+    opened = {} if opened is None else opened
     if depth > 8:
         raise WireError("value nested too deeply")
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):
         if "tensor" in value and isinstance(value["tensor"], dict):
-            return decode_tensor(value["tensor"], buffers)
+            return decode_tensor(value["tensor"], buffers, opened)
         if "list" in value or "tuple" in value:
             items = value.get("list", value.get("tuple"))
             if not isinstance(items, list) or len(items) > MAX_BUFFERS:
                 raise WireError("bad sequence")
-            out = [decode_value(v, buffers, depth + 1) for v in items]
+            out = [decode_value(v, buffers, depth + 1, opened) for v in items]
             return out if "list" in value else tuple(out)
         if "float" in value:
             return float(value["float"]) if value["float"] in ("nan", "inf", "-inf") else 0.0
