@@ -36,6 +36,7 @@ INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults
                "(input_precision='tf32'), so results may differ there")
 INTERP_LOWP = "fp16/bf16 arithmetic is emulated by the interpreter; GPU rounding may differ"
 CAND_REPLY_SLACK = 1 << 20
+TRIAL_BATCH_BYTES = 4 << 30  # inputs, outputs and their copies of the trials run in one call
 DETERMINISTIC = "reference deterministic on identical inputs: compared with one run of it, within the tolerance"
 NONDETERMINISTIC = ("reference NOT deterministic on identical inputs (dropout in training mode? atomics?): compared "
                     "with one run of it, within the tolerance; a mismatch may be the reference's own noise")
@@ -82,6 +83,10 @@ class Outcome:
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
                               "task_dtype": self.task_dtype},
                 "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels}
+
+
+def _nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in as_tensors(value) if isinstance(t, torch.Tensor))
 
 
 def _detail(raw: Any) -> dict[str, Any]:
@@ -131,8 +136,7 @@ class Evaluation:
         self.device = referee.device
         self.module = req["cand_module"]
         self.tol: tuple[float, float] = (limits.atol, limits.rtol)
-        self.last_inputs: list[Any] | None = None
-        self.ref_out_example: Any = None
+        self.in_bytes = self.out_bytes = self.set_bytes = 0
         self._mark = time.monotonic()
         out.fields.setdefault("stages_ms", {})
 
@@ -199,18 +203,28 @@ class Evaluation:
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
-        """Fresh inputs per trial (drawn in one call, run in one call); the first mismatch (a dict) or
-        None; other failures go in `out`."""
+        """Fresh inputs per trial; the first mismatch (a dict) or None; other failures go in `out`. The
+        first trial runs alone (it tells the sizes); the others in as few calls as memory allows."""
         n = self.limits.trials
-        self.progress(0.15, f"checking {n} trials")
-        made = self.make_inputs([fresh_seed() for _ in range(n)], "trial")
-        self._set_tolerance(made[0][1])
-        self.ref_out_example = made[0][1]
+        done = 0
+        while done < n:
+            batch = 1 if done == 0 else max(1, min(n - done, TRIAL_BATCH_BYTES // max(1, self.set_bytes)))
+            mismatch = self.trial_batch(done, batch, n)
+            done += batch
+            if mismatch is not None or self.out.done:
+                return mismatch
+        return None
+
+    def trial_batch(self, first: int, count: int, n: int) -> dict | None:
+        made = self.make_inputs([fresh_seed() for _ in range(count)], "trial")
+        if first == 0:
+            self._set_tolerance(made[0][1])
+            self.in_bytes, self.out_bytes = _nbytes(made[0][0]), _nbytes(made[0][1])
+            self.set_bytes = 2 * (self.in_bytes + self.out_bytes)
         lent = wire.pack([list(inputs) for inputs, _ in made])
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
-        out_bytes = sum(t.numel() * t.element_size() for _, o in made for t in as_tensors(o)
-                        if isinstance(t, torch.Tensor))
+        out_bytes = sum(_nbytes(o) for _, o in made)
         reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes if self.device == "cpu" else 16 << 20)
         try:
@@ -218,17 +232,17 @@ class Evaluation:
             if not isinstance(results, list) or not results:
                 self.out.reject("bad_output", "the candidate's process answered the trials with no results")
                 return None
-            for trial, ((inputs, ref_out), got) in enumerate(zip(made, results)):
+            for k, ((inputs, ref_out), got) in enumerate(zip(made, results)):
+                trial = first + k
                 self.progress(0.2 + 0.5 * trial / n, f"checking trial {trial + 1}/{n}")
-                mismatch = self._judge_call(trial, got if isinstance(got, dict) else {}, bufs, inputs, lent[trial],
-                                            ref_out)
+                mismatch = self._judge_call(trial, got if isinstance(got, dict) else {}, bufs, inputs, lent[k], ref_out)
                 if mismatch is not None or self.out.done:
                     return mismatch
-            if len(results) < n:
-                self.out.reject("bad_output", f"the candidate's process answered {len(results)} of {n} trials")
+            if len(results) < count:
+                self.out.reject("bad_output", f"the candidate's process answered {len(results)} of {count} trials")
             return None
         finally:
-            self.last_inputs = made[-1][0]
+            del made, lent
             self.release()
 
     def make_inputs(self, seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:

@@ -60,6 +60,7 @@ DEFAULT_BUDGET_S = 20.0
 # Errors Triton's autotuner absorbs for one config (it times that config as infinitely slow).
 AUTOTUNE_PRUNED = frozenset({"OutOfResources", "CompileTimeAssertionFailure", "PTXASError"})
 _INSTALLED = "_adaexplore_frontend_hook"
+_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _MISSING = object()
 
 _state = threading.local()
@@ -293,6 +294,8 @@ def end() -> list[Launch]:
     out = list(getattr(_state, "launches", []))
     for launch in out:
         for f in launch.site:  # finished frames: keep their line, drop their locals (tensors)
+            if f.f_code.co_flags & _SUSPENDABLE:
+                continue  # clearing a suspended generator's frame would close it
             try:
                 f.clear()
             except RuntimeError:  # still executing (end() called inside the candidate's call)
@@ -757,6 +760,8 @@ def check_launches(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -
     global tl
     t0 = time.perf_counter()
     report = FrontendReport()
+    if not launches:
+        return report
     known = next((la for la in launches if la.error is not None), None)
     try:
         import triton.language as tl_mod
@@ -817,7 +822,8 @@ def check_launches(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -
     return report
 
 
-def frontend_check(launches: list[Launch], budget_s: float = DEFAULT_BUDGET_S) -> BaseException | FrontendUnavailable | None:
+def frontend_check(launches: list[Launch],
+                   budget_s: float = DEFAULT_BUDGET_S) -> BaseException | FrontendUnavailable | None:
     """Compile each distinct recorded launch through Triton's front end for a fake CUDA sm_90 target.
 
     Returns the first exception a GPU launch would raise (the compiler's own object: give it to

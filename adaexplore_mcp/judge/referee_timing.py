@@ -40,15 +40,14 @@ def _nbytes(value: Any) -> int:
 
 def profile_share(ev: Any) -> dict[str, Any] | None:
     """Share of device time in the candidate's own kernels during one call (evidence from its process)."""
-    inputs = ev.last_inputs
-    if inputs is None:
-        return None
+    (inputs, _), = ev.make_inputs([random.getrandbits(62)], "profile")
     lent = wire.pack(list(inputs))
+    del inputs
     buffers: list[Any] = []
     try:
         reply, _ = ev.cand_call({"op": "profile", "inputs": wire.encode_value(lent, buffers, pack=False)}, buffers)
-    except Exception:  # noqa: BLE001 - a candidate that breaks the profiler fails later, in timing
-        return None
+    finally:
+        ev.release()
     kernels = [(str(k)[:120], float(v)) for k, v in reply.get("kernels", []) if isinstance(v, (int, float))]
     total = sum(v for _, v in kernels)
     if total <= 0:
@@ -114,7 +113,7 @@ class _Sides:
 def time_candidate(ev: Any) -> None:
     out, limits, referee = ev.out, ev.limits, ev.referee
     sides = _Sides(ev)
-    in_bytes, out_bytes = _nbytes(ev.last_inputs), max(1, _nbytes(ev.ref_out_example))
+    in_bytes, out_bytes = ev.in_bytes, max(1, ev.out_bytes)
     with gpu_lock(referee.home, referee.physical_index or 0):
         est = _estimate(ev, sides)
         if out.done:

@@ -25,7 +25,8 @@ from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
-MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
+MAX_FROM_REFEREE = 1 << 34
+RELEASE_CACHED_BYTES = 2 << 30  # the referee is trusted; the bound only stops a corrupt stream
 
 
 class Stop(Exception):
@@ -63,6 +64,8 @@ class Runner:
                 reply = getattr(self, f"op_{op}")(req, bufs, out)
             except wire.WireError as exc:
                 reply, out = {"internal": f"bad request: {exc}"}, []
+            except Exception as exc:  # noqa: BLE001 - e.g. the profiler failing: an answer, not a dead runner
+                reply, out = {"internal": f"{type(exc).__name__}: {str(exc)[:300]}"}, []
             finally:
                 faulthandler.cancel_dump_traceback_later()
             wire.send(self.conn, reply, out)
@@ -319,6 +322,8 @@ class Runner:
             self.kept.clear()
         if self.device == "cuda":
             torch.cuda.synchronize()
+            if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_CACHED_BYTES:
+                torch.cuda.empty_cache()  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
 
 
