@@ -57,7 +57,7 @@ def timed(judge: Judge, task: TaskSpec, source: str) -> tuple[float, object]:
     return time.perf_counter() - t0, ev
 
 
-def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Path) -> dict:
+def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Path, sandbox: str = "auto") -> dict:
     import torch
     import triton
 
@@ -65,7 +65,7 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
                     "torch": torch.__version__, "triton": triton.__version__,
                     "python": platform.python_version(), "tasks": []}
     t_create = time.perf_counter()
-    judge = Judge(Settings(home=home))
+    judge = Judge(Settings(home=home, sandbox=sandbox))
     try:
         report["backend"] = judge.backend
         first_task, first_src = pairs[0]
@@ -83,6 +83,7 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
                 "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
                 "error": last.error.message if last.error else None, "warnings": last.warnings,
                 "mismatch": last.mismatch.model_dump() if last.mismatch else None,
+                "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms,
             })
             print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
                   f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
@@ -101,7 +102,7 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
 
 def markdown(r: dict) -> str:
     lines = [f"Judge latency on {r.get('gpu')} ({r['backend']}), torch {r['torch']}, triton {r['triton']}, "
-             f"Python {r['python']}, {r['date']}", "",
+             f"Python {r['python']}, sandbox {r.get('sandbox')}, {r['date']}", "",
              f"Cold start (first evaluation after Judge creation): {r['cold_start_s']:.2f} s; "
              f"warm median over all tasks: {r['warm_median_all_s']:.2f} s", "",
              "| task | verdict | first eval (s) | warm median (s) | speedup | speedup vs TF32 | below fp32 | warnings |",
@@ -124,12 +125,14 @@ def main() -> None:
     ap.add_argument("--tasks", default="", help="comma-separated built-in task names (default: all)")
     ap.add_argument("--stability-task", default=None, help="task for the 5x stability run (default: the first)")
     ap.add_argument("--home", type=Path, default=None, help="judge data directory (default: a temp dir)")
+    ap.add_argument("--sandbox", default="auto", help="runner sandbox: auto, no-pid, off (to measure its cost)")
     args = ap.parse_args()
     pairs = load_pairs([n for n in args.tasks.split(",") if n] or None)
     if not pairs:
         sys.exit("no (task, solution) pairs found")
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(pairs, args.stability_task, args.home or Path(tmp))
+        report = run(pairs, args.stability_task, args.home or Path(tmp), args.sandbox)
+    report["sandbox"] = args.sandbox
     args.out.write_text(json.dumps(report, indent=2))
     print(markdown(report))
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from ..clients import CURRENT_CLIENT
 from ..config import Settings
 from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
 from ..tasks.format import TaskSpec, source_hash, top_level_names
@@ -137,7 +138,7 @@ class Judge:
         timeout = self._timeout(timeout_s)
         request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_source": kernel_source,
                    "limits": asdict(limits), "timeout_s": timeout}
-        with self._pool.lease(client) as (config, worker):
+        with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
             report(0.05, "compiling")
             call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
             if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:

@@ -28,6 +28,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel
 
 from adaexplore_mcp.app import App
+from adaexplore_mcp.clients import CURRENT_CLIENT, client_key
 from adaexplore_mcp.errors import (
     UserError, describe, int64_problem, internal_error_message, is_user_error, quote, safe_str, shorten_quotes,
     user_message,
@@ -199,4 +200,5 @@ async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **
         except Exception:  # a client that went away must not fail the work
             pass
 
+    CURRENT_CLIENT.set(client_key(ctx))  # copied into the worker thread: the judge shares workers fairly by it
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, progress=progress, **kwargs))

@@ -1,0 +1,193 @@
+"""GPU timing attacks against the judge, each with its expected outcome. Not a test (needs a GPU).
+
+    python bench/redteam_gpu.py --out redteam_gpu.json
+
+The task is GELU(x * 2 + 1) over a 16384 x 4096 float32 tensor; the honest candidate is one Triton
+kernel. Each attack wraps the honest candidate: it does the same work but tries to look faster (a side
+stream, patched CUDA events, work deferred past its return, slowing the reference down, behaving
+differently once timed, caching outputs) or to pass without its kernel doing the work. Expected: the
+attack is rejected or mismatches, or passes with a speedup no higher than the honest one (+15%).
+After every attack the honest candidate is evaluated again (the canary) and must pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from adaexplore_mcp.config import Settings  # noqa: E402
+from adaexplore_mcp.judge import Judge  # noqa: E402
+from adaexplore_mcp.tasks.format import TaskSpec  # noqa: E402
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+rows, cols = 16384, 4096
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x * 2 + 1)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+HONEST = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_affine(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask) * 2 + 1
+    y = 0.5 * x * (1 + tl.erf(x * 0.7071067811865476))
+    tl.store(y_ptr + offs, y, mask=mask)
+
+
+def run(x, y):
+    n = x.numel()
+    gelu_affine[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    return y
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return run(x, torch.empty_like(x))
+'''
+
+ATTACKS = {
+    "side_stream": ('''
+_s = []
+class ModelNew(ModelNew):
+    def forward(self, x):
+        if not _s:
+            _s.append(torch.cuda.Stream())
+        y = torch.empty_like(x)
+        with torch.cuda.stream(_s[0]):
+            run(x, y)
+        return y
+''', "no inflated speedup"),
+    "patched_events": ('''
+torch.cuda.Event.elapsed_time = lambda self, end: 1e-4
+''', "no inflated speedup"),
+    "deferred_thread": ('''
+import threading
+class ModelNew(ModelNew):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        threading.Timer(0.002, lambda: run(x, y)).start()
+        return y
+''', "not passed"),
+    "slow_down_reference": ('''
+import threading
+def _burn():
+    a = torch.randn(4096, 4096, device="cuda")
+    while True:
+        a = torch.tanh(a @ a)
+class ModelNew(ModelNew):
+    def __init__(self):
+        super().__init__()
+        threading.Thread(target=_burn, daemon=True).start()
+''', "no inflated speedup"),
+    "lazy_when_timed": ('''
+_calls = [0]
+class ModelNew(ModelNew):
+    def forward(self, x):
+        _calls[0] += 1
+        if _calls[0] > 12:
+            return torch.zeros_like(x)
+        return run(x, torch.empty_like(x))
+''', "not passed"),
+    "cache_by_pointer": ('''
+_cache = {}
+class ModelNew(ModelNew):
+    def forward(self, x):
+        key = (x.data_ptr(), x.shape)
+        if key not in _cache:
+            _cache[key] = run(x, torch.empty_like(x))
+        return _cache[key]
+''', "not passed"),
+    "token_kernel_torch_work": ('''
+class ModelNew(ModelNew):
+    def forward(self, x):
+        scratch = torch.empty(16, device=x.device)
+        run(scratch, torch.empty_like(scratch))
+        return torch.nn.functional.gelu(x * 2 + 1)
+''', "not passed"),
+}
+
+
+def outcome(ev, honest_speedup: float | None) -> str:
+    if ev.verdict.value != "passed":
+        return ev.verdict.value + (f":{ev.rejected.check}" if ev.rejected else "")
+    return f"passed {ev.speedup:.2f}x" if ev.speedup else "passed"
+
+
+def held(expect: str, ev, honest_speedup: float | None) -> bool:
+    if ev.verdict.value != "passed":
+        return True
+    if expect == "not passed":
+        return False
+    return ev.speedup is not None and honest_speedup is not None and ev.speedup <= 1.15 * honest_speedup
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--sandbox", default="auto")
+    args = ap.parse_args()
+    import torch
+    import triton
+
+    task = TaskSpec(task_id="redteam-gelu", name="redteam-gelu", source=TASK)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        judge = Judge(Settings(home=Path(tmp), sandbox=args.sandbox))
+        try:
+            honest = judge.evaluate(task, HONEST)
+            base = honest.speedup
+            rows.append({"attack": "honest", "expect": "passed", "outcome": outcome(honest, base),
+                         "held": honest.verdict.value == "passed", "canary": "-", "warnings": honest.warnings})
+            for name, (patch, expect) in ATTACKS.items():
+                ev = judge.evaluate(task, HONEST + patch)
+                canary = judge.evaluate(task, HONEST)
+                rows.append({"attack": name, "expect": expect, "outcome": outcome(ev, base), "held": held(expect, ev, base),
+                             "canary": outcome(canary, base), "warnings": ev.warnings[:2],
+                             "canary_ok": canary.verdict.value == "passed"})
+                print(f"  {name}: {rows[-1]['outcome']} (canary {rows[-1]['canary']})", file=sys.stderr, flush=True)
+            gpu = honest.timing.gpu if honest.timing else None
+        finally:
+            judge.close()
+    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "gpu": gpu,
+              "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+              "sandbox": honest.sandbox, "rows": rows}
+    args.out.write_text(json.dumps(report, indent=2))
+    print(f"GPU timing attacks on {gpu}, torch {torch.__version__}, triton {triton.__version__}, sandbox "
+          f"{honest.sandbox}, {report['date']}\n")
+    print("| attack | expected | outcome | held | canary after |\n| --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['attack']} | {r['expect']} | {r['outcome']} | {'yes' if r['held'] else 'NO'} | {r['canary']} |")
+
+
+if __name__ == "__main__":
+    main()
