@@ -17,6 +17,7 @@ def _serve(args: argparse.Namespace) -> int:
     from adaexplore_mcp.server import build_server
 
     settings = Settings.from_env()
+    _announce_sandbox(settings)
     server = build_server(settings)  # cheap: the app (store, workers) starts in the server's lifespan
     if args.transport == "stdio":
         server.run("stdio")
@@ -33,6 +34,21 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     anyio.run(serve_http, server, args.host, args.port, token)
     return 0
+
+
+def _announce_sandbox(settings: Settings) -> None:
+    """Say at start (stderr: stdout is the protocol) how candidates will be confined on this host."""
+    from adaexplore_mcp.judge.referee import sandbox_policy
+    from adaexplore_mcp.judge.sandbox import capabilities
+
+    policy = sandbox_policy(settings.sandbox, settings.home, settings.cache_dir, "cpu")
+    if policy is None:
+        print("adaexplore-mcp: sandbox: none (ADAEXPLORE_SANDBOX=off): candidates run with this user's full "
+              "access", file=sys.stderr)
+        return
+    report = capabilities(policy)
+    missing = f"; missing: {'; '.join(report.missing)}" if report.missing else ""
+    print(f"adaexplore-mcp: sandbox: {report.summary} ({', '.join(report.mechanisms)}){missing}", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> int:

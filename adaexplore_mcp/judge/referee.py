@@ -53,7 +53,7 @@ class Referee:
             env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
         else:
             env.pop("TRITON_INTERPRET", None)
-        self.policy = _policy(sandbox_mode, home, cache_dir, device)
+        self.policy = sandbox_policy(sandbox_mode, home, cache_dir, device)
         self.zygote = Zygote(env)
         self.refs: OrderedDict[tuple, Reference] = OrderedDict()
         self.spares: deque[RunnerHandle] = deque()
@@ -174,7 +174,7 @@ def _default_budget(device: str) -> int:
     return int(0.4 * torch.cuda.get_device_properties(0).total_memory)
 
 
-def _policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandbox.SandboxPolicy | None:
+def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandbox.SandboxPolicy | None:
     """The sandbox every runner enters; `off` only for debugging the judge itself."""
     if mode == "off":
         return None
