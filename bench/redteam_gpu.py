@@ -151,6 +151,17 @@ def held(expect: str, ev, honest_speedup: float | None) -> bool:
     return ev.speedup is not None and honest_speedup is not None and ev.speedup <= 1.15 * honest_speedup
 
 
+def finish(rows: list[dict], canaries: list[float]) -> float:
+    """The honest speedup is the median of every honest evaluation; each attack is held against it."""
+    import statistics
+
+    base = statistics.median(canaries)
+    for r in rows:
+        if r["attack"] != "honest" and r["expect"] == "no inflated speedup" and r["outcome"].startswith("passed"):
+            r["held"] = r["speedup"] <= 1.15 * base
+    return base
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -166,24 +177,29 @@ def main() -> None:
         try:
             honest = judge.evaluate(task, HONEST)
             base = honest.speedup
+            canaries = [honest.speedup or 0.0]
             rows.append({"attack": "honest", "expect": "passed", "outcome": outcome(honest, base),
                          "held": honest.verdict.value == "passed", "canary": "-", "warnings": honest.warnings})
             for name, (patch, expect) in ATTACKS.items():
                 ev = judge.evaluate(task, HONEST + patch)
                 canary = judge.evaluate(task, HONEST)
+                canaries.append(canary.speedup or 0.0)
                 rows.append({"attack": name, "expect": expect, "outcome": outcome(ev, base), "held": held(expect, ev, base),
-                             "canary": outcome(canary, base), "warnings": ev.warnings[:2],
+                             "speedup": ev.speedup, "canary": outcome(canary, base), "warnings": ev.warnings[:2],
                              "canary_ok": canary.verdict.value == "passed"})
                 print(f"  {name}: {rows[-1]['outcome']} (canary {rows[-1]['canary']})", file=sys.stderr, flush=True)
             gpu = honest.timing.gpu if honest.timing else None
+            base = finish(rows, canaries)
         finally:
             judge.close()
     report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "gpu": gpu,
+              "honest_median_speedup": base, "honest_speedups": canaries,
               "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
               "sandbox": honest.sandbox, "rows": rows}
     args.out.write_text(json.dumps(report, indent=2))
     print(f"GPU timing attacks on {gpu}, torch {torch.__version__}, triton {triton.__version__}, sandbox "
-          f"{honest.sandbox}, {report['date']}\n")
+          f"{honest.sandbox}, {report['date']}; honest speedup median {base:.2f}x over {len(canaries)} runs "
+          f"(min {min(canaries):.2f}, max {max(canaries):.2f})\n")
     print("| attack | expected | outcome | held | canary after |\n| --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['attack']} | {r['expect']} | {r['outcome']} | {'yes' if r['held'] else 'NO'} | {r['canary']} |")

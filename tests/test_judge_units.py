@@ -202,3 +202,14 @@ def test_side_stream_work_is_detected_from_synchronized_times() -> None:
     assert side_stream_excess(0.5, 1.0, 0.53, 1.03) is None  # same overhead: nothing hidden
     assert side_stream_excess(0.01, 1.0, 0.54, 1.03) == pytest.approx(0.5)  # 0.5 ms the events missed
     assert side_stream_excess(0.05, 1.0, 0.13, 1.03) is None  # 50 us: below the 100 us floor (launch cost)
+
+
+def test_hidden_work_must_show_in_every_timed_block() -> None:
+    """Host noise in one block cannot accuse an honest kernel; work hidden from the events shows in all."""
+    from adaexplore_mcp.judge.referee_timing import hidden_per_call
+
+    ref = [([0.1] * 10, 2.0)] * 3  # 1 ms of events per block, 1 ms outside them
+    honest = [([0.1] * 10, 2.0), ([0.1] * 10, 9.0), ([0.1] * 10, 2.1)]  # one noisy block
+    assert hidden_per_call(honest, ref, 10) is None
+    hiding = [([0.001] * 10, 2.0)] * 3  # claims 0.01 ms of events, took as long as the reference
+    assert hidden_per_call(hiding, ref, 10) == pytest.approx(0.099)

@@ -85,6 +85,10 @@ class Referee:
         self.sandbox = str(ready.get("sandbox", "none"))
         return runner
 
+    def wait_spares(self, deadline: float) -> None:
+        for spare in list(self.spares):
+            spare.wait_ready(max(1.0, deadline - time.monotonic()))
+
     # -- reference runners --------------------------------------------------------------------------
     def reference(self, task: dict, deadline: float) -> Reference:
         """The task's loaded reference runner (cached); raises ReferenceFailure."""
