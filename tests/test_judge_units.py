@@ -208,8 +208,8 @@ def test_hidden_work_must_show_in_every_timed_block() -> None:
     """Host noise in one block cannot accuse an honest kernel; work hidden from the events shows in all."""
     from adaexplore_mcp.judge.referee_timing import hidden_per_call
 
-    ref = [([0.1] * 10, 2.0)] * 3  # 1 ms of events per block, 1 ms outside them
-    honest = [([0.1] * 10, 2.0), ([0.1] * 10, 9.0), ([0.1] * 10, 2.1)]  # one noisy block
+    ref = [([1.0] * 10, 20.0)] * 3  # 10 ms of events per block, 10 ms outside them
+    honest = [([1.0] * 10, 20.0), ([1.0] * 10, 90.0), ([1.0] * 10, 21.0)]  # one very noisy block
     assert hidden_per_call(honest, ref, 10) is None
-    hiding = [([0.001] * 10, 2.0)] * 3  # claims 0.01 ms of events, took as long as the reference
-    assert hidden_per_call(hiding, ref, 10) == pytest.approx(0.099)
+    hiding = [([0.001] * 10, 20.0)] * 3  # claims 0.01 ms of events, took as long as the reference
+    assert hidden_per_call(hiding, ref, 10) == pytest.approx(0.999)
