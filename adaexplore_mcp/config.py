@@ -62,8 +62,11 @@ class Settings:
     # "cuda" when a GPU is usable; "cpu" runs candidates under Triton's interpreter.
     device: str = "auto"
     max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES
-    workers: int = 1  # CPU-interpreter workers
-    workers_per_gpu: int = 1
+    # Two workers per device by default: one client's hanging evaluation (up to its timeout) then never
+    # holds every other client's behind it (slots are shared fairly, judge/fair.py), and one candidate's
+    # compile overlaps another's timing (timing itself stays one at a time per GPU).
+    workers: int = 2  # CPU-interpreter workers
+    workers_per_gpu: int = 2
     limits: JudgeLimits = field(default_factory=JudgeLimits)
     # Compiled-kernel caches (Triton) shared by runners: outside `home`, which runners never see.
     cache_dir: Path = field(default_factory=_default_cache)
@@ -95,8 +98,8 @@ class Settings:
             home=Path(home).expanduser() if home else _default_home(),
             device=os.environ.get("ADAEXPLORE_DEVICE", "auto"),
             max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", DEFAULT_MAX_SOURCE_BYTES),
-            workers=_env_int("ADAEXPLORE_WORKERS", 1),
-            workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 1),
+            workers=_env_int("ADAEXPLORE_WORKERS", 2),
+            workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 2),
             limits=limits,
             cache_dir=Path(os.environ["ADAEXPLORE_CACHE_DIR"]).expanduser() if os.environ.get("ADAEXPLORE_CACHE_DIR")
             else _default_cache(),

@@ -10,6 +10,7 @@ with its type and where it happened.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import threading
@@ -65,7 +66,9 @@ class JobRunner:
                 " VALUES (?, ?, 'queued', 0, ?, ?, ?)",
                 (job_id, kind, os.getpid(), now, now),
             )
-        threading.Thread(target=self._run, args=(job_id, work), name=f"job-{job_id}", daemon=True).start()
+        context = contextvars.copy_context()  # the calling client goes with the job (fair sharing of the judge)
+        threading.Thread(target=context.run, args=(self._run, job_id, work), name=f"job-{job_id}",
+                         daemon=True).start()
         return self.get(job_id)
 
     def _run(self, job_id: str, work: Callable[[Callable[[float, str], None]], BaseModel]) -> None:

@@ -390,3 +390,17 @@ def test_many_threads_never_share_a_slot() -> None:
     check_invariants(snap)
     assert sorted(snap["free"]) == [0, 1, 2] and snap["held"] == {} and snap["waiting"] == {}
     assert snap["granted"] == grants[0]
+
+
+def test_strict_mode_always_keeps_a_slot_for_another_client() -> None:
+    """A client whose evaluations hang holds at most all but one slot, even when alone; a newcomer is
+    served at once from the slot kept back."""
+    slots = FairSlots([0, 1], strict=True)
+    first = slots.acquire("hog")
+    with pytest.raises(TimeoutError):
+        slots.acquire("hog", timeout=0.02)  # alone, yet the second slot stays back
+    other = slots.acquire("polite", timeout=0.5)
+    assert {first, other} == {0, 1}
+    slots.release(other)
+    slots.release(first)
+    assert FairSlots([0], strict=True).acquire("alone", timeout=0.1) == 0  # one slot: nothing to keep back

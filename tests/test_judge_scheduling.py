@@ -17,7 +17,7 @@ import pytest
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.test_judge_cases import candidate, cpu_settings, task
+from tests.test_judge_cases import GOOD, candidate, cpu_settings, task
 
 
 def pid_recording(pid_dir: Path, sleep_s: float) -> str:
@@ -101,3 +101,29 @@ def test_several_workers_per_gpu_get_distinct_slots_on_the_same_device() -> None
     judge.close()
 
 
+
+
+def test_a_client_whose_evaluations_hang_cannot_hold_another_clients_behind_them(two_workers: Judge) -> None:
+    """Two workers, client A sends two endless candidates, client B one normal candidate: B is judged at
+    once (A holds at most all but one worker), while A's second evaluation waits for A's first."""
+    import contextvars
+
+    from adaexplore_mcp.clients import CURRENT_CLIENT
+
+    hang = candidate("        while True:\n            pass")
+
+    def as_client(name: str, source: str, timeout_s: float) -> Verdict:
+        def call() -> Verdict:
+            CURRENT_CLIENT.set(name)
+            return two_workers.evaluate(task(), source, timeout_s=timeout_s).verdict
+        return contextvars.copy_context().run(call)
+
+    with ThreadPoolExecutor(3) as pool:
+        hung = [pool.submit(as_client, "A", hang, 12.0) for _ in range(2)]
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        polite = pool.submit(as_client, "B", GOOD, 60.0).result()
+        waited = time.monotonic() - t0
+        assert polite == Verdict.passed
+        assert waited < 10.0, f"client B waited {waited:.1f}s behind client A's hanging evaluations"
+        assert [h.result() for h in hung] == [Verdict.timeout, Verdict.timeout]

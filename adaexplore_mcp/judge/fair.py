@@ -53,6 +53,8 @@ from typing import Any
 __all__ = ["FairSlots", "default_cap"]
 
 
+_NOBODY = object()  # no waiting client may be served now (None is the anonymous client)
+
 def default_cap(n_slots: int) -> int:
     """N - 1 for N >= 2 (one slot always stays reachable for another client's first evaluation), else 1."""
     return max(1, n_slots - 1)
@@ -78,7 +80,9 @@ class FairSlots:
     * a client is in the rotation exactly when it has at least one waiter.
     """
 
-    def __init__(self, slots: Sequence[int], per_client_cap: int | None = None) -> None:
+    def __init__(self, slots: Sequence[int], per_client_cap: int | None = None, strict: bool = False) -> None:
+        """`strict`: a client never holds more than the cap, even alone, so one slot always stays for
+        any other client (no preemption is needed: a client's hanging evaluations cannot take them all)."""
         ids = list(slots)
         if not ids:
             raise ValueError("FairSlots needs at least one slot")
@@ -89,6 +93,7 @@ class FairSlots:
             raise ValueError(f"per_client_cap must be >= 1, got {per_client_cap}")
         self._slots = tuple(ids)
         self._cap = cap
+        self._strict = strict and len(ids) > 1
         self._lock = threading.Lock()
         self._free: deque[int] = deque(ids)          # granted from the left, released to the right
         self._holder: dict[int, Hashable] = {}        # slot -> client holding it
@@ -223,15 +228,20 @@ class FairSlots:
         self._free.append(slot)
 
     def _pick_client(self) -> Hashable:
-        """Rule 1: first waiting client below the cap, in rotation order; rule 2: else the front one."""
+        """Rule 1: first waiting client below the cap, in rotation order; rule 2: else the front one
+        (never in strict mode: then nobody is served until a slot below the cap frees)."""
         for client in self._rotation:
             if self._held.get(client, 0) < self._cap:
                 return client
-        return self._rotation[0]
+        front = self._rotation[0]
+        # Anonymous callers (None: in-process library use, tests, the demo) are never held back.
+        return _NOBODY if self._strict and front is not None else front
 
     def _dispatch(self) -> None:
         while self._free and self._rotation:
             client = self._pick_client()
+            if client is _NOBODY:
+                return
             queue = self._queues[client]
             waiter = queue.popleft()
             self._rotation.remove(client)

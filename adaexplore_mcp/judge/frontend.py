@@ -423,7 +423,9 @@ class _FakeCudaDriver:
 
 
 def _frontend_compile(src: Any, target: Any = None, options: Any = None, **_: Any) -> Any:
-    """`triton.compiler.compile`, the same calls, stopped after `make_ir` (the front end: AST -> TTIR)."""
+    """`triton.compiler.compile`, the same calls, stopped after `make_ir` (the front end: AST -> TTIR).
+
+    Not called: `get_cache_key`'s backend part (the CUDA backend's hash asks ptxas for its version)."""
     try:
         from triton._C.libtriton import ir
         from triton.compiler.compiler import make_backend
@@ -437,6 +439,9 @@ def _frontend_compile(src: Any, target: Any = None, options: Any = None, **_: An
         module_map = backend.get_module_map()
     except Exception as exc:  # noqa: BLE001
         raise _Machinery(f"setting up the front end failed: {type(exc).__name__}: {exc}") from exc
+    # compile() computes the cache key before the IR: the kernel's hash walks the names it uses
+    # (DependenciesFinder), which rejects some of them first (`Unsupported function referenced`).
+    src.hash()
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # a module that fails to verify is printed
             src.make_ir(target, opts, codegen_fns, module_map, context)

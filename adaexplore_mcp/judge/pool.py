@@ -154,7 +154,8 @@ class Pool:
     def __init__(self, configs: list[WorkerConfig]) -> None:
         self._configs = {c.slot: c for c in configs}
         self._workers: dict[int, Worker] = {}
-        self._slots = FairSlots(sorted(self._configs))
+        # Strict: a client holds at most all but one slot, so another client always finds one free.
+        self._slots = FairSlots(sorted(self._configs), strict=True)
         self._lock = threading.Lock()
         self._started = False
         self._closed = False

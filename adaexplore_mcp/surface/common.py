@@ -150,6 +150,8 @@ class GuardedServer(MCPServer):
         super().add_tool(guard_tool(fn), *args, **kwargs)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # Which session calls: copied into worker threads and jobs, read by the judge's fair pool.
+        CURRENT_CLIENT.set(client_key(context))
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -200,5 +202,4 @@ async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **
         except Exception:  # a client that went away must not fail the work
             pass
 
-    CURRENT_CLIENT.set(client_key(ctx))  # copied into the worker thread: the judge shares workers fairly by it
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, progress=progress, **kwargs))
