@@ -31,7 +31,8 @@ COMPILE_ERROR_TYPES = frozenset(
     }
 )
 # Backend failures that surface as plain RuntimeErrors while compiling.
-COMPILE_ERROR_TEXT = ("PassManager::run failed", "ptxas", "MLIR", "LLVM ERROR", "failed to legalize")
+COMPILE_ERROR_TEXT = ("PassManager::run failed", "ptxas", "MLIR", "LLVM ERROR", "failed to legalize",
+                      "Unsupported function referenced", "error encountered during parsing")
 # CUDA errors after which the context is unusable: report, then discard the worker.
 POISON_TEXT = (
     "illegal memory access",

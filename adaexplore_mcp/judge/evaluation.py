@@ -263,6 +263,8 @@ class Evaluation:
                 out.warnings.append("the candidate ran out of device memory; its process was discarded")
             return None
         self._flags(reply.get("flags"), "during the forward call")
+        if reply.get("unconfirmed") and str(reply["unconfirmed"])[:300] not in out.unconfirmed:
+            out.unconfirmed.append(str(reply["unconfirmed"])[:300])
         names = [str(n)[:80] for n in reply.get("launched", [])][:32]
         out.kernels.extend(n for n in names if n not in out.kernels)
         if not names:

@@ -5,7 +5,8 @@ and so accepts code the GPU compiler rejects (a module-level float read inside a
 `tl.static_range` over a runtime bound, `break`, lambdas, unknown launch keywords...). This module
 closes that gap in two steps, both inside the worker process:
 
-1. Record (`install`, `begin`, `end`): during the candidate's forward call we keep, for each launch of
+1. Record (`install`, then `begin`/`end`, or a `Recorder` given to `launches.begin(recorder=...)`, which
+   is what `Frontend` does for the runner): during the candidate's forward call we keep, for each launch of
    a kernel defined in the candidate's module, the kernel and its launch arguments as passed
    (positional and keyword, meta-parameters such as BLOCK sizes and num_warps included), each tensor
    replaced by a `TensorArg` (dtype, 16-byte alignment: all Triton specializes a pointer on). The hook
@@ -17,7 +18,8 @@ closes that gap in two steps, both inside the worker process:
 2. Check (`frontend_check`): for each recorded launch, build a throwaway `JITFunction` from the kernel's
    Python function (its `@triton.jit` helpers likewise) and replay the launch through
    `JITFunction.run(..., warmup=True)` for a fake CUDA sm_90 target, with a `compile` that stops after
-   the front end (`ASTSource.make_ir`, i.e. TTIR; no ptxas, no CUDA). Binding, specialization (``i32`` /
+   the front end (the kernel's cache-key hash, then `ASTSource.make_ir`, i.e. TTIR; no ptxas, no CUDA),
+   in the order `triton.compiler.compile` runs them. Binding, specialization (``i32`` /
    ``i64``, ``constexpr`` for 1, divisibility by 16), option parsing and code generation are Triton's own
    code, so what comes back is the object a GPU launch would raise (`CompilationError` carrying the
    kernel source and AST node, `TypeError: failed to specialize ...`, `KeyError: Keyword argument ...`),
@@ -152,7 +154,7 @@ def _freeze(value: Any) -> Any:
 
 
 def _launch_key(launch: Launch) -> tuple:
-    return (id(launch.fn), _freeze(launch.args), _freeze(launch.kwargs), launch.error is not None)
+    return (launch.fn, _freeze(launch.args), _freeze(launch.kwargs), launch.error is not None)
 
 
 def record_launch_args(kernel: Any, args: tuple, kwargs: dict, grid: Any = None,
@@ -165,26 +167,60 @@ def record_launch_args(kernel: Any, args: tuple, kwargs: dict, grid: Any = None,
 
 # ================================================================================================ recorder
 
-def _keep(launch: Launch) -> None:
-    module = getattr(_state, "module", None)
-    if module is None or (module != "*" and getattr(launch.fn, "__module__", None) != module):
-        return
-    key = _launch_key(launch)
-    if key in _state.keys:
-        return
-    if len(_state.keys) >= MAX_RECORDED:
-        _state.dropped += 1
-        return
-    launch.site = _candidate_frames(launch.fn)
-    _state.keys.add(key)
-    _state.launches.append(launch)
+class Recorder:
+    """Collects the distinct launches of one forward call.
+
+    Callable as `recorder(kernel, args, kwargs)`, the hook `launches.begin(recorder=...)` calls before each
+    launch of a candidate kernel (its `kwargs` still hold `grid` and `warmup`); `begin`/`end` below use
+    one too, fed by this module's own hook. `module`: record only kernels defined there (None: all)."""
+
+    def __init__(self, module: str | None = None) -> None:
+        self.module = module
+        self.launches: list[Launch] = []
+        self.keys: set = set()
+        self.dropped = 0  # distinct launches past MAX_RECORDED
+
+    def __call__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        try:
+            if not kwargs.get("warmup", False):
+                self.add(record_launch_args(kernel, args, kwargs, kwargs.get("grid"), _from_autotuner()))
+        except Exception:  # noqa: BLE001 - recording must never break a launch
+            pass
+
+    def add(self, launch: Launch) -> None:
+        fn_module = getattr(launch.fn, "__module__", None) or ""
+        if self.module is not None and fn_module != self.module:
+            return
+        if self.module is None and launch.error is not None and fn_module.startswith("triton."):
+            return  # a library function called from host code by something else
+        key = _launch_key(launch)
+        if key in self.keys:
+            return
+        if len(self.keys) >= MAX_RECORDED:
+            self.dropped += 1
+            return
+        launch.site = _candidate_frames(launch.fn)
+        self.keys.add(key)
+        self.launches.append(launch)
+
+    def close(self) -> list[Launch]:
+        """The launches, in order; the candidate's frames they keep lose their locals (tensors)."""
+        for launch in self.launches:
+            for f in launch.site:  # finished frames: keep their line, drop their locals
+                if f.f_code.co_flags & _SUSPENDABLE:
+                    continue  # clearing a suspended generator's frame would close it
+                try:
+                    f.clear()
+                except RuntimeError:  # still executing (closed inside the candidate's call)
+                    pass
+        return list(self.launches)
 
 
 def _from_autotuner() -> bool:
     """Whether the Autotuner is benchmarking configs (`_bench`'s `kernel_call`), where it absorbs some
     compile errors of a config; its final launch of the chosen config does not."""
-    f = sys._getframe(2)
-    for _ in range(6):
+    f = sys._getframe(1)
+    for _ in range(10):
         if f is None:
             return False
         if f.f_code.co_name == "kernel_call" and f.f_code.co_filename.endswith(os.sep + "autotuner.py"):
@@ -213,17 +249,15 @@ def _with_site(exc: BaseException, site: list[types.FrameType]) -> BaseException
     return exc.with_traceback(tb)
 
 
-def _direct_call_error(fn: Any) -> BaseException:
-    """What `JITFunction.__call__` raises (a GPU: host code called a jit function), at the candidate's line."""
-    exc: BaseException
+def _direct_call_error() -> BaseException:
+    """What `JITFunction.__call__` raises on a GPU when host code calls a jit function (the site comes later)."""
     try:
         from triton.runtime.jit import JITFunction
 
         JITFunction.__call__(None)
-        exc = RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
     except Exception as e:  # noqa: BLE001
-        exc = e
-    return exc.with_traceback(None)  # the launch site is added by check_launches
+        return e.with_traceback(None)
+    return RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")
 
 
 def _wrap_run(cls: type) -> None:
@@ -232,11 +266,9 @@ def _wrap_run(cls: type) -> None:
         return
 
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
-        if getattr(_state, "module", None) is not None and not warmup:
-            try:
-                _keep(record_launch_args(self, args, kwargs, grid, _from_autotuner()))
-            except Exception:  # noqa: BLE001 - recording must never break a launch
-                pass
+        recorder = getattr(_state, "recorder", None)
+        if recorder is not None:
+            recorder(self, args, {**kwargs, "grid": grid, "warmup": warmup})
         _state.depth = getattr(_state, "depth", 0) + 1
         try:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -254,11 +286,12 @@ def _wrap_call(cls: type) -> None:
         return
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "depth", 0) == 0 and getattr(_state, "module", None) is not None:
+        recorder = getattr(_state, "recorder", None) or getattr(_state, "direct", None)
+        if recorder is not None and getattr(_state, "depth", 0) == 0:
             try:
                 launch = record_launch_args(self, args, kwargs)
-                launch.error = _direct_call_error(launch.fn)
-                _keep(launch)
+                launch.error = _direct_call_error()
+                recorder.add(launch)
             except Exception:  # noqa: BLE001
                 pass
         return original(self, *args, **kwargs)
@@ -282,28 +315,51 @@ def install() -> None:
 
 
 def begin(module_name: str) -> None:
-    """Start recording launches of kernels defined in `module_name` ("*": every kernel)."""
-    _state.module = module_name
-    _state.launches = []
-    _state.keys = set()
-    _state.dropped = 0
+    """Start recording launches of kernels defined in `module_name` ("*": every kernel); needs `install()`."""
+    _state.recorder = Recorder(None if module_name == "*" else module_name)
 
 
 def end() -> list[Launch]:
     """Stop recording; the distinct launches since `begin`, in launch order."""
-    out = list(getattr(_state, "launches", []))
-    for launch in out:
-        for f in launch.site:  # finished frames: keep their line, drop their locals (tensors)
-            if f.f_code.co_flags & _SUSPENDABLE:
-                continue  # clearing a suspended generator's frame would close it
-            try:
-                f.clear()
-            except RuntimeError:  # still executing (end() called inside the candidate's call)
-                pass
-    _state.module = None
-    _state.launches = []
-    _state.keys = set()
-    return out
+    recorder = getattr(_state, "recorder", None)
+    _state.recorder = None
+    return recorder.close() if recorder is not None else []
+
+
+class Frontend:
+    """For a runner that records through `launches.begin(recorder=...)`:
+
+        recorder = frontend.recorder()                 # before the forward call
+        launches.begin(module, recorder=recorder)
+        ... forward ...
+        problem = frontend.check(recorder)             # the GPU's exception, or None
+
+    `check` returns only the candidate's errors; when the check could not run it returns None and leaves
+    the reason in `unavailable` (for `unconfirmed`). Launches that passed are not compiled again."""
+
+    def __init__(self, budget_s: float = DEFAULT_BUDGET_S) -> None:
+        install()
+        self.budget_s = budget_s
+        self.unavailable: FrontendUnavailable | None = None
+        self.last: FrontendReport | None = None
+        self._passed: set = set()
+
+    def recorder(self) -> Recorder:
+        rec = Recorder()
+        _state.direct = rec  # a jit function called from host code lands here (launches sees launches only)
+        return rec
+
+    def check(self, recorder: Recorder) -> BaseException | None:
+        if getattr(_state, "direct", None) is recorder:
+            _state.direct = None
+        todo = [la for la in recorder.close() if la.error is not None or _launch_key(la) not in self._passed]
+        report = check_launches(todo, self.budget_s)
+        self.last, self.unavailable = report, report.unavailable
+        if report.error is None and report.unavailable is None:
+            if len(self._passed) > 4096:
+                self._passed.clear()
+            self._passed.update(_launch_key(la) for la in todo)
+        return report.error
 
 
 # ================================================================================================ language
@@ -839,5 +895,5 @@ def frontend_check(launches: list[Launch],
     return check_launches(launches, budget_s).result
 
 
-__all__ = ["AUTOTUNE_PRUNED", "FrontendReport", "FrontendUnavailable", "Launch", "TensorArg", "begin",
-           "check_launches", "end", "frontend_check", "install", "record_launch_args"]
+__all__ = ["AUTOTUNE_PRUNED", "Frontend", "FrontendReport", "FrontendUnavailable", "Launch", "Recorder", "TensorArg",
+           "begin", "check_launches", "end", "frontend_check", "install", "record_launch_args"]

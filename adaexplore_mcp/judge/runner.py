@@ -44,6 +44,10 @@ class Runner:
         self.kept: dict[str, Any] = {}
         self.bench: Any = None
         self.frontend: Any = None
+        if device == "cpu":  # the interpreter accepts what a GPU compiler rejects: compile for a GPU too
+            from .frontend import Frontend
+
+            self.frontend = Frontend()
 
     # -- loop --------------------------------------------------------------------------------------
     def serve(self) -> None:
@@ -259,6 +263,8 @@ class Runner:
             if problem is not None:
                 reply.update(self._error(problem, STAGE_RUN))
                 reply["frontend"] = True
+            elif self.frontend.unavailable is not None:
+                reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
         return result, reply
 
     def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:

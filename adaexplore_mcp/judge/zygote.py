@@ -151,6 +151,10 @@ def main() -> None:
     from . import classify, launches, precision, runner, sandbox, timing, wire  # noqa: F401
     from ..tasks import format  # noqa: F401
 
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from . import frontend
+
+        frontend.install()  # snapshot the clean triton.language before any child runs a kernel
     torch.use_deterministic_algorithms(True, warn_only=True)  # its first call costs a second: pay it once
     torch.use_deterministic_algorithms(False)
 
