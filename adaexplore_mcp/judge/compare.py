@@ -36,6 +36,9 @@ def compare(ref: Any, out: Any, trial: int, atol: float, rtol: float, max_rel_no
     return None
 
 
+CHUNK = 1 << 24  # elements compared at once: a 6 GiB output is never copied to float64 whole
+
+
 def _compare_one(r: Any, o: Any, index: int, trial: int, atol: float, rtol: float, max_rel_norm: float) -> dict | None:
     base = {"output_index": index, "trial": trial, "shape": list(getattr(r, "shape", []))}
     if not isinstance(o, torch.Tensor):
@@ -45,36 +48,73 @@ def _compare_one(r: Any, o: Any, index: int, trial: int, atol: float, rtol: floa
             return {**base, "reason": reason, "expected_spec": _spec(r), "got_spec": _spec(o)}
     if r.numel() == 0:
         return None
-    rd, od = r.detach().double(), o.detach().double()
-    r_fin, o_fin = torch.isfinite(rd), torch.isfinite(od)
-    bad = r_fin != o_fin
-    bad |= ~r_fin & ~o_fin & ~((rd == od) | (rd.isnan() & od.isnan()))
-    if bool(bad.any()):
-        return {**base, "reason": "non_finite", **_where(bad, rd, od), "mismatched_fraction": float(bad.double().mean())}
-    rd, od = torch.where(r_fin, rd, 0.0), torch.where(r_fin, od, 0.0)
-    err = (od - rd).abs()
-    tol = atol + rtol * rd.abs()
-    over = err > tol
-    max_abs = float(err.max())
-    max_rel = float((err / rd.abs().clamp_min(1e-12)).max())
-    norm_err = float(torch.linalg.vector_norm(od - rd))
-    rel_norm = norm_err / max(float(torch.linalg.vector_norm(rd)), 1e-30)
-    stats = {"max_abs_error": max_abs, "max_rel_error": max_rel, "rel_norm_error": rel_norm}
-    if bool(over.any()):
-        return {**base, "reason": "values", **stats, **_where(err - tol, rd, od),
-                "mismatched_fraction": float(over.double().mean())}
+    acc = _Scan(atol, rtol)
+    rf, of = r.detach().reshape(-1), o.detach().reshape(-1)
+    for start in range(0, rf.numel(), CHUNK):
+        acc.add(start, rf[start:start + CHUNK].double(), of[start:start + CHUNK].double())
+    where = lambda flat: _where(flat, r.shape, rf, of)  # noqa: E731
+    n = r.numel()
+    if acc.bad:
+        return {**base, "reason": "non_finite", **where(acc.first_bad), "mismatched_fraction": acc.bad / n}
+    rel_norm = acc.norm_err / max(acc.norm_ref, 1e-30)
+    stats = {"max_abs_error": acc.max_abs, "max_rel_error": acc.max_rel, "rel_norm_error": rel_norm}
+    if acc.over:
+        return {**base, "reason": "values", **stats, **where(acc.worst_over[1]), "mismatched_fraction": acc.over / n}
     # Norm check on top of the elementwise one: an error that rides the atol limit everywhere (a
     # systematic bias) fails, a few elements near the limit do not. Allowed: max_rel_norm of the
     # reference's norm, plus an RMS error of half of atol.
-    if norm_err > max_rel_norm * float(torch.linalg.vector_norm(rd)) + 0.5 * atol * r.numel() ** 0.5:
-        return {**base, "reason": "norm", **stats, **_where(err, rd, od)}
+    if acc.norm_err > max_rel_norm * acc.norm_ref + 0.5 * atol * n ** 0.5:
+        return {**base, "reason": "norm", **stats, **where(acc.worst_err[1])}
     return None
 
 
-def _where(score: torch.Tensor, rd: torch.Tensor, od: torch.Tensor) -> dict:
-    flat = int(torch.argmax(score.double().reshape(-1)))
-    idx = [int(i) for i in torch.unravel_index(torch.tensor(flat), score.shape)] if score.dim() else []
-    return {"worst_index": idx, "expected": float(rd.reshape(-1)[flat]), "got": float(od.reshape(-1)[flat])}
+class _Scan:
+    """Running totals of one output's comparison, chunk by chunk (float64 per chunk)."""
+
+    def __init__(self, atol: float, rtol: float) -> None:
+        self.atol, self.rtol = atol, rtol
+        self.bad = self.over = 0
+        self.first_bad = 0
+        self.max_abs = self.max_rel = 0.0
+        self.sq_err = self.sq_ref = 0.0
+        self.worst_over = (-float("inf"), 0)
+        self.worst_err = (-float("inf"), 0)
+
+    def add(self, start: int, rd: torch.Tensor, od: torch.Tensor) -> None:
+        r_fin, o_fin = torch.isfinite(rd), torch.isfinite(od)
+        bad = r_fin != o_fin
+        bad |= ~r_fin & ~o_fin & ~((rd == od) | (rd.isnan() & od.isnan()))
+        nbad = int(bad.sum())
+        if nbad:
+            if not self.bad:
+                self.first_bad = start + int(torch.argmax(bad.to(torch.uint8)))
+            self.bad += nbad
+            return
+        rd, od = torch.where(r_fin, rd, 0.0), torch.where(r_fin, od, 0.0)
+        err = (od - rd).abs()
+        margin = err - (self.atol + self.rtol * rd.abs())
+        self.over += int((margin > 0).sum())
+        self.max_abs = max(self.max_abs, float(err.max()))
+        self.max_rel = max(self.max_rel, float((err / rd.abs().clamp_min(1e-12)).max()))
+        self.sq_err += float((err * err).sum())
+        self.sq_ref += float((rd * rd).sum())
+        for name, score in (("worst_over", margin), ("worst_err", err)):
+            k = int(torch.argmax(score))
+            if float(score[k]) > getattr(self, name)[0]:
+                setattr(self, name, (float(score[k]), start + k))
+
+    @property
+    def norm_err(self) -> float:
+        return self.sq_err ** 0.5
+
+    @property
+    def norm_ref(self) -> float:
+        return self.sq_ref ** 0.5
+
+
+def _where(flat: int, shape: torch.Size, rf: torch.Tensor, of: torch.Tensor) -> dict:
+    idx = [int(i) for i in torch.unravel_index(torch.tensor(flat), shape)] if len(shape) else []
+    return {"worst_index": idx, "expected": float(rf[flat].double()), "got": float(of[flat].double())}
 
 
 def same_values(a: Any, b: Any) -> bool:
@@ -84,7 +124,9 @@ def same_values(a: Any, b: Any) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+        fa, fb = a.reshape(-1), b.reshape(-1)
+        return all(bool(((x == y) | (x.isnan() & y.isnan())).all())
+                   for x, y in ((fa[i:i + CHUNK], fb[i:i + CHUNK]) for i in range(0, fa.numel(), CHUNK)))
     return bool(torch.equal(a, b))
 
 

@@ -114,6 +114,11 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
                  gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
+    except torch.OutOfMemoryError as exc:  # the referee's own copies or comparisons
+        freed = ref_ee.evict_all_but(None)
+        out.fail(Verdict.runtime_error, error=static_error(
+            f"the GPU ran out of memory in the judge while checking this task ({str(exc).split('. Including')[0][:300]}); "
+            f"{freed} cached reference(s) were released", exception="OutOfMemoryError").model_dump())
     except ReferenceFailure as exc:
         if exc.oom:
             freed = ref_ee.evict_all_but(None)

@@ -19,7 +19,7 @@ import torch
 
 from ..config import JudgeLimits
 from . import wire
-from .compare import as_tensors, compare
+from .compare import CHUNK, as_tensors, compare
 from .evaluation import fresh_seed
 from .referee import Referee, ReferenceFailure
 
@@ -34,11 +34,24 @@ def _specs(values: list[Any]) -> list[dict]:
             for v in values if isinstance(v, torch.Tensor)]
 
 
+SAMPLE = 1 << 22  # elements of each output the degeneracy checks look at (a 6 GiB output is sampled)
+
+
+def _sample(outs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The same elements of each run's output, in float64: all of them, or a fixed random sample."""
+    n = outs[0].numel()
+    if n <= SAMPLE:
+        return [o.detach().double() for o in outs]
+    idx = torch.randint(0, n, (SAMPLE,), device=outs[0].device, generator=None)
+    return [o.detach().reshape(-1)[idx].double() for o in outs]
+
+
 def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
     """Why a constant or input-independent output would pass; `runs` holds each seed's outputs."""
     reasons: list[str] = []
     for i in range(len(runs[0])):
-        outs = [r[i].detach().double() for r in runs if isinstance(r[i], torch.Tensor)]
+        tensors = [r[i] for r in runs if isinstance(r[i], torch.Tensor)]
+        outs = _sample(tensors) if tensors and tensors[0].is_floating_point() else tensors
         if not outs or not outs[0].is_floating_point() or outs[0].numel() == 0:
             continue
         label = f"output {i}"
@@ -49,7 +62,7 @@ def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
             reasons.append(f"{label}: a constant tensor (the output mean, about {float(outs[0].mean()):.4g}) would pass")
             continue
         if len(runs) > 1 and all(
-            compare(runs[0][i], r[i], 0, limits.atol, limits.rtol, limits.max_rel_norm) is None for r in runs[1:]
+            compare(outs[0], o, 0, limits.atol, limits.rtol, limits.max_rel_norm) is None for o in outs[1:]
         ):
             reasons.append(f"{label}: does not change when the inputs change (same result on {len(runs)} seeds)")
     return reasons
@@ -59,9 +72,10 @@ def _max_diff(a: list[Any], b: list[Any]) -> float:
     worst = 0.0
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel():
-            d = (x.double() - y.double()).abs()
-            d = torch.where(torch.isnan(d), torch.zeros_like(d), d)
-            worst = max(worst, float(d.max()))
+            fx, fy = x.reshape(-1), y.reshape(-1)
+            for i in range(0, fx.numel(), CHUNK):
+                d = (fx[i:i + CHUNK].double() - fy[i:i + CHUNK].double()).abs()
+                worst = max(worst, float(torch.nan_to_num(d, nan=0.0).max()))
     return worst
 
 
@@ -72,12 +86,22 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
     for attempt in range(2):
         try:
             return _probe(referee, req, limits, deadline, warnings)
-        except ReferenceFailure as exc:
-            if exc.oom and attempt == 0 and referee.evict_all_but(None):
+        except (ReferenceFailure, torch.OutOfMemoryError) as exc:
+            oom = isinstance(exc, torch.OutOfMemoryError) or exc.oom
+            if oom and attempt == 0 and referee.evict_all_but(None):
                 warnings.append("the GPU ran out of memory; cached references were released and the probe retried")
                 continue
+            if isinstance(exc, torch.OutOfMemoryError):
+                return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
+                        f"({_memory_line(exc)})"}
             return {"ok": False, "error": str(exc)}
     return {"ok": False, "error": "unreachable"}
+
+
+def _memory_line(exc: BaseException) -> str:
+    """Torch's out-of-memory text names the bytes asked for and free; keep that sentence."""
+    text = str(exc)
+    return text.split(". Including")[0][:300] if "Tried to allocate" in text else text[:300]
 
 
 def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, warnings: list[str]) -> dict[str, Any]:
@@ -98,7 +122,7 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     if not deterministic:
         warnings.append(NONDETERMINISTIC.format(diff=diff))
     inputs_spec, outputs_spec = _specs(sets[0][0]), _specs(runs[0])
-    if any(not bool(torch.isfinite(o).all()) for o in runs[0] if o.is_floating_point()):
+    if any(not bool(torch.isfinite(s).all()) for s in _sample([o for o in runs[0] if o.is_floating_point()] or [])):
         warnings.append("the reference output contains NaN or inf on random inputs")
     reasons = degenerate_reasons(runs, limits)
     if req["task"]["shapes"]:

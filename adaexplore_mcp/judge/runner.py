@@ -26,7 +26,8 @@ from . import launches, precision, wire
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
-RELEASE_CACHED_BYTES = 2 << 30  # the referee is trusted; the bound only stops a corrupt stream
+RELEASE_CACHED_BYTES = 2 << 30
+CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)  # the referee is trusted; the bound only stops a corrupt stream
 
 
 class Stop(Exception):
@@ -182,7 +183,8 @@ class Runner:
                 inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
                 result = None
                 if req.get("outputs", True):
-                    fed = [x.clone() if isinstance(x, torch.Tensor) and req.get("clone", True) else x for x in inputs]
+                    small = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) < CLONE_BYTES
+                    fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
                     result = self._forward_ref(fed, req.get("mode", "strict"))
             except BaseException as exc:  # noqa: BLE001
                 return self._ref_error("get_inputs()/forward", exc)
