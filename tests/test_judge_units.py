@@ -204,12 +204,23 @@ def test_side_stream_work_is_detected_from_synchronized_times() -> None:
     assert side_stream_excess(0.05, 1.0, 0.13, 1.03) is None  # 50 us: below the 100 us floor (launch cost)
 
 
-def test_hidden_work_must_show_in_every_timed_block() -> None:
-    """Host noise in one block cannot accuse an honest kernel; work hidden from the events shows in all."""
+def test_the_wall_clock_slope_cancels_what_a_block_costs_once() -> None:
+    from adaexplore_mcp.judge.referee_timing import wall_per_call
+
+    # 0.3 ms per call plus 7 ms per block (request, mapping, reply): the slope sees 0.3 ms
+    blocks = [([0.25] * n, 7.0 + 0.3 * n, n) for n in (50, 100, 50, 100)]
+    assert wall_per_call(blocks) == pytest.approx(0.3)
+
+
+def test_work_hidden_from_the_events_is_timed_by_the_wall_clock() -> None:
+    """The reference calibrates what a call costs outside its events; a candidate whose events claim far
+    less than its wall clock allows hid work (side stream, patched events); an honest one did not."""
     from adaexplore_mcp.judge.referee_timing import hidden_per_call
 
-    ref = [([1.0] * 10, 20.0)] * 3  # 10 ms of events per block, 10 ms outside them
-    honest = [([1.0] * 10, 20.0), ([1.0] * 10, 90.0), ([1.0] * 10, 21.0)]  # one very noisy block
-    assert hidden_per_call(honest, ref, 10) is None
-    hiding = [([0.001] * 10, 20.0)] * 3  # claims 0.01 ms of events, took as long as the reference
-    assert hidden_per_call(hiding, ref, 10) == pytest.approx(0.999)
+    def blocks(event_ms: float, wall_per_call_ms: float) -> list:
+        return [([event_ms] * n, 9.0 + wall_per_call_ms * n, n) for n in (40, 80, 40, 80)]
+
+    ref = blocks(0.35, 0.45)  # 0.1 ms per call outside the events (flush, launches)
+    assert hidden_per_call(blocks(0.19, 0.29), ref) is None  # honest: the same 0.1 ms outside
+    assert hidden_per_call(blocks(0.0001, 0.29), ref) == pytest.approx(0.1899)  # patched events
+    assert hidden_per_call(blocks(0.19, 0.30), ref) is None  # 10 us of host noise is not an accusation
