@@ -1,15 +1,10 @@
-"""GPU timing in the shape of Triton's `do_bench`, plus a pure `summarize()` the tests exercise.
+"""GPU timing primitives: the runner's timed block, and the pure helpers the referee uses.
 
-Read top to bottom: estimate a call's cost, turn the millisecond budgets into repetition counts,
-then time candidate and references *interleaved* (c, r, r_tf32, c, r, ...) so clock and thermal drift
-hit all of them alike. Before each timed call the L2 cache is flushed (a 256 MB buffer is zeroed);
-CUDA events are recorded with no host sync in between; one device-wide `torch.cuda.synchronize()`
-at the end waits for every stream, so work a candidate leaves on a side stream is at least waited for.
-
-CUDA events only see the stream they are recorded on. A candidate that leaves work on a side stream
-would look fast, so a short device-synchronized pass (host clock around `fn(); synchronize()`) follows,
-for candidate and reference alike; `side_stream_excess` compares the two (pure, tested) and the
-protocol then uses synchronized times.
+`Bench.block` runs in the candidate's (or the reference's) runner: per call, the L2 cache is flushed
+(a 256 MB buffer is zeroed), CUDA events are recorded around the call with no host sync in between,
+and every output is kept; one device-wide `torch.cuda.synchronize()` at the end waits for every
+stream. Those events come from an untrusted process: `referee_timing.py` holds them to the referee's
+own wall clock. `summarize` and `plan_reps` are pure (tested).
 
 Two server processes on one host must never time on the same GPU at once: `gpu_lock` takes an
 exclusive `fcntl.flock` on `<home>/locks/gpu<N>.lock` around the timed section.
@@ -29,16 +24,11 @@ from ..config import JudgeLimits
 from ..models import TimingStats
 
 METHOD = (
-    "CUDA events per call, interleaved candidate/reference/reference-TF32, L2 flushed (256 MB) before "
-    "each call, no syncs between calls, one device-wide synchronize at the end; median of {reps} reps"
+    "CUDA events per call in the candidate's own process, L2 flushed (256 MB) before each call, no syncs "
+    "between calls, one device-wide synchronize per block; candidate blocks first, then (its process "
+    "killed) the reference's; median of {reps} reps"
 )
 FLUSH_BYTES = 256 * 1024 * 1024
-ESTIMATE_CALLS = 3
-SYNC_CHECK_CALLS = 10
-# Work beyond what the events saw, above which we distrust them: 100 us (more than a Triton launch
-# costs on the host) or 25 %.
-SIDE_STREAM_ABS_MS = 0.1
-SIDE_STREAM_REL = 0.25
 
 
 def summarize(samples_ms: Sequence[float]) -> TimingStats:
@@ -59,18 +49,6 @@ def plan_reps(estimate_ms: float, limits: JudgeLimits) -> tuple[int, int]:
     warmup = max(1, min(50, int(limits.warmup_ms / per_round)))
     reps = int(limits.timing_budget_ms / per_round)
     return warmup, max(limits.min_reps, min(limits.max_reps, reps))
-
-
-def side_stream_excess(cand_event_ms: float, ref_event_ms: float, cand_sync_ms: float,
-                       ref_sync_ms: float) -> float | None:
-    """Milliseconds of candidate work its CUDA events missed (e.g. on a side stream), or None. Pure.
-
-    The reference's gap between device-synchronized host time and event time is the launch and sync
-    overhead; a candidate whose gap exceeds it by more than the thresholds did work the events missed.
-    """
-    overhead = max(0.0, ref_sync_ms - ref_event_ms)
-    excess = cand_sync_ms - overhead - cand_event_ms
-    return excess if excess > max(SIDE_STREAM_ABS_MS, SIDE_STREAM_REL * cand_event_ms) else None
 
 
 @contextlib.contextmanager
