@@ -23,10 +23,8 @@ from adaexplore_mcp.memory.service import MemoryService
 from adaexplore_mcp.models import Backend, Evaluation, ExportedKernel, SearchReport, TaskInfo, TaskProbe
 from adaexplore_mcp.search import SearchService, SearchTree
 from adaexplore_mcp.store import Store, dumps, new_id
-from adaexplore_mcp.tasks.format import (
-    TaskFormatError, TaskSpec, check_small_shapes, check_static, large_input_warning, probe_failure_advice,
-    source_hash,
-)
+from adaexplore_mcp.tasks.format import TaskFormatError, TaskSpec, check_small_shapes, check_static, source_hash
+from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
 from adaexplore_mcp.tasks.registry import TaskRegistry
 
 Progress = Callable[[float, str], None]

@@ -19,8 +19,10 @@ from adaexplore_mcp.config import JudgeLimits, Settings
 from adaexplore_mcp.models import TaskProbe
 from adaexplore_mcp.server import build_server
 from adaexplore_mcp.tasks.format import (
-    SMALL_INPUT_ELEMENTS, TaskFormatError, apply_shapes, check_small_shapes, import_file, integer_constants,
-    large_input_warning, probe_failure_advice, suggest_small_shapes, total_elements, write_module_file,
+    TaskFormatError, apply_shapes, check_small_shapes, import_file, integer_constants, write_module_file,
+)
+from adaexplore_mcp.tasks.shape_advice import (
+    SMALL_INPUT_ELEMENTS, large_input_warning, probe_failure_advice, suggest_small_shapes, total_elements,
 )
 from adaexplore_mcp.tasks.library import builtin_task, builtin_tasks
 from tests.tiny import SCALE_TASK
