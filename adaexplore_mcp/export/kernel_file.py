@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from adaexplore_mcp.tasks.format import integer_constants, top_level_names
+from adaexplore_mcp import pyparse
 
 REFERENCE_OWNS = ("Model", "get_inputs", "get_init_inputs")
 
@@ -57,7 +58,7 @@ def _meta(meta: KernelMeta | Mapping[str, Any] | None) -> KernelMeta:
 
 def _parse(source: str, what: str) -> ast.Module:
     try:
-        return ast.parse(source)
+        return pyparse.parse(source)
     except SyntaxError as exc:
         raise KernelFileError(f"the {what} does not parse: line {exc.lineno}: {exc.msg}") from exc
 

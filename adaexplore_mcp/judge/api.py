@@ -9,7 +9,6 @@ here directly.
 
 from __future__ import annotations
 
-import ast
 import os
 import signal
 import time
@@ -24,6 +23,7 @@ from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
 from .pool import CallResult, Pool, WorkerConfig
 from .runners import describe_status
+from .. import pyparse
 
 Progress = Callable[[float, str], None]
 NO_TIMING = ("no GPU: kernels ran under Triton's CPU interpreter (TRITON_INTERPRET=1), "
@@ -234,7 +234,7 @@ def _static_problem(source: str, max_bytes: int) -> ErrorDetail | None:
         return static_error(f"the candidate source is {size} bytes; the limit is {max_bytes} bytes",
                             exception="SourceTooLarge")
     try:
-        tree = ast.parse(source)
+        tree = pyparse.parse(source)
     except SyntaxError as exc:
         return static_error(f"line {exc.lineno}: {exc.msg}", exception=type(exc).__name__,
                             lineno=exc.lineno, source=source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from typing import Any
+from .. import pyparse
 
 LOW_DTYPES = ("float16", "half", "bfloat16", "float8")
 LOW_METHODS = ("half", "bfloat16")
@@ -86,7 +87,7 @@ def _is_strict_dot(call: ast.Call) -> bool:
 def source_reasons(source: str) -> tuple[list[str], bool]:
     """(reasons the source computes below fp32, whether it has TF32-default `tl.dot`s). Never raises."""
     try:
-        tree = ast.parse(source)
+        tree = pyparse.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [], False
     reasons: list[str] = []

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..store import Store, dumps
 from . import rules as rules_mod
+from adaexplore_mcp import pyparse
 
 FORMAT_VERSION = 1
 ACTOR = "seed"
@@ -59,7 +60,7 @@ def default_rules_dir() -> Path | None:
 
 
 def read_rule_file(path: Path, order: int = 0) -> SeedRule:
-    tree = ast.parse(Path(path).read_text())
+    tree = pyparse.parse(Path(path).read_text())
     consts: dict[str, object] = {}
     triggers = []
     for node in tree.body:

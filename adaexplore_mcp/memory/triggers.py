@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from adaexplore_mcp import pyparse
 
 MODES = ("interpreter", "frontend", "native")
 
@@ -42,7 +43,7 @@ def trigger_names(source: str) -> list[str]:
     """The ``trigger*`` functions a case file defines, in file order."""
     import ast
 
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("trigger")]
 
 

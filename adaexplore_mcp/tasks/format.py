@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from adaexplore_mcp.errors import UserError
+from adaexplore_mcp import pyparse
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -71,7 +72,7 @@ def integer_constants(source: str) -> dict[str, int]:
     `a, b = 1, 2` / `(a, b) = (1, 2)` (each name bound to an integer). Floats, strings, bools and
     computed values (`dim2 = dim * 2`, evaluated once at import) are not knobs.
     """
-    return _int_constants(ast.parse(source))
+    return _int_constants(pyparse.parse(source))
 
 
 def _int_constants(tree: ast.Module) -> dict[str, int]:
@@ -107,7 +108,7 @@ def check_static(source: str, max_bytes: int, required: tuple[str, ...] = REQUIR
     if size > max_bytes:
         raise TaskFormatError(f"the source is {size} bytes; the limit is {max_bytes} bytes")
     try:
-        tree = ast.parse(source)
+        tree = pyparse.parse(source)
     except SyntaxError as exc:
         raise TaskFormatError(f"the source does not parse: line {exc.lineno}: {exc.msg}") from None
     missing = [n for n in required if n not in top_level_names(tree)]

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from adaexplore_mcp.tasks.format import _int_constants
+from adaexplore_mcp import pyparse
 
 LARGE_INPUT_ELEMENTS = 1_000_000  # above this, a full-size run under the CPU interpreter is slow
 SMALL_INPUT_ELEMENTS = 1 << 16  # what suggested small_shapes aim for (about 65k input elements)
@@ -64,7 +65,7 @@ def suggest_small_shapes(
     Constants are halved, the largest first, until the estimate is <= target (each stays >= 1).
     """
     try:
-        return _suggest(ast.parse(source), target, input_shapes)
+        return _suggest(pyparse.parse(source), target, input_shapes)
     except (SyntaxError, RecursionError, ValueError):  # unparsable, or absurdly nested or large
         return None
 
