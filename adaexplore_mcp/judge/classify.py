@@ -17,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 from types import TracebackType
 
+from ..errors import safe_str
 from ..models import ErrorDetail, Verdict
 
 # Exception class names (any in the MRO of any exception in the chain) that mean "did not build".
@@ -96,7 +97,7 @@ def _type_names(exc: BaseException) -> set[str]:
 
 
 def is_poisoning(exc: BaseException) -> bool:
-    text = " ".join(f"{type(e).__name__}: {e}" for e in chain(exc))
+    text = " ".join(f"{type(e).__name__}: {safe_str(e)}" for e in chain(exc))
     return any(marker.lower() in text.lower() for marker in POISON_TEXT)
 
 
@@ -109,7 +110,7 @@ def _is_compile_like(exc: BaseException) -> bool:
             # The interpreter wraps the kernel body's exception; a device_assert is a run-time failure.
             cause = e.__cause__
             return not isinstance(cause, AssertionError)
-        if isinstance(e, RuntimeError) and any(t in str(e) for t in COMPILE_ERROR_TEXT):
+        if isinstance(e, RuntimeError) and any(t in safe_str(e) for t in COMPILE_ERROR_TEXT):
             return True
     return False
 
@@ -128,11 +129,11 @@ def _message(exc: BaseException) -> tuple[str, str]:
     for e in chain(exc):
         if "InterpreterError" in _type_names(e) and e.__cause__ is not None:
             inner = e.__cause__
-            return type(inner).__name__, _key_line(str(inner)) or type(inner).__name__
+            return type(inner).__name__, _key_line(safe_str(inner)) or type(inner).__name__
         if "CompilationError" in _type_names(e):
-            inner_msg = getattr(e, "error_message", None) or str(e)
+            inner_msg = safe_str(getattr(e, "error_message", None) or safe_str(e))
             return type(e).__name__, _key_line(inner_msg)
-    return type(exc).__name__, _key_line(str(exc)) or type(exc).__name__
+    return type(exc).__name__, _key_line(safe_str(exc)) or type(exc).__name__
 
 
 def _candidate_frames(exc: BaseException, cand: CandidateFile | None) -> list[traceback.FrameSummary]:
@@ -165,7 +166,7 @@ def _compilation_lineno(exc: BaseException, cand: CandidateFile | None) -> int |
 def _excerpt(exc: BaseException, frames: list[traceback.FrameSummary], cand: CandidateFile | None) -> str:
     parts = [f'  File "{CANDIDATE_NAME}", line {f.lineno}, in {f.name}\n    {(f.line or "").strip()}' for f in frames[-6:]]
     for e in reversed(chain(exc)[:3]):
-        parts.append(f"{type(e).__name__}: {_trim(str(e), 600)}")
+        parts.append(f"{type(e).__name__}: {_trim(safe_str(e), 600)}")
     text = "\n".join(parts)
     if cand is not None:
         text = text.replace(cand.path, CANDIDATE_NAME)

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..config import JudgeLimits
+from ..errors import printable
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
@@ -91,9 +92,10 @@ def _nbytes(value: Any) -> int:
 
 def _detail(raw: Any) -> dict[str, Any]:
     raw = raw if isinstance(raw, dict) else {}
-    text = {k: str(raw.get(k) or "")[:limit] for k, limit in (("exception", 80), ("message", 400), ("excerpt", 1500))}
+    text = {k: printable(str(raw.get(k) or ""))[:limit]
+            for k, limit in (("exception", 80), ("message", 400), ("excerpt", 1500))}
     line, lineno = raw.get("source_line"), raw.get("source_lineno")
-    return {**text, "exception": text["exception"] or "Error", "source_line": str(line)[:300] if line else None,
+    return {**text, "exception": text["exception"] or "Error", "source_line": printable(str(line))[:300] if line else None,
             "source_lineno": lineno if isinstance(lineno, int) and not isinstance(lineno, bool) else None}
 
 
