@@ -11,6 +11,8 @@ processes and what is cached between evaluations.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
@@ -179,11 +181,17 @@ def _default_budget(device: str) -> int:
 
 
 def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandbox.SandboxPolicy | None:
-    """The sandbox every runner enters; `off` only for debugging the judge itself."""
+    """The sandbox every runner enters; `off` only for debugging the judge itself.
+
+    The data directory is hidden, unless Python or this package is installed inside it (hiding it
+    would break the runner; said at start). Scratch space is a private tmpfs at its own path, not over
+    all of /tmp, where a virtual environment may live."""
     if mode == "off":
         return None
+    installed = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]]
+    hide = () if any(p == home.resolve() or home.resolve() in p.parents for p in installed) else (str(home),)
     return sandbox.SandboxPolicy(
-        hidden_dirs=(str(home),), writable_dirs=(str(cache_dir),), tmp_dir="/tmp",
+        hidden_dirs=hide, writable_dirs=(str(cache_dir),), tmp_dir=f"/tmp/adaexplore-runner-{os.getuid()}",
         max_address_space=None if device == "cuda" else 16 << 30,
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
     )

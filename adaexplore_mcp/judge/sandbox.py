@@ -66,7 +66,7 @@ EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody
 class SandboxPolicy:
     hidden_dirs: tuple[str, ...] = ()  # an empty read-only tmpfs is mounted over each
     writable_dirs: tuple[str, ...] = ()  # stay writable (e.g. the Triton cache) when / is read-only
-    tmp_dir: str | None = None  # private tmpfs on /tmp (and /dev/shm), reachable here too; TMPDIR=tmp_dir
+    tmp_dir: str | None = None  # a private tmpfs mounted here (and on /dev/shm if private_shm); TMPDIR=tmp_dir
     tmp_size_mb: int = 256
     max_file_bytes: int = 64 << 20  # RLIMIT_FSIZE
     max_open_files: int = 512  # RLIMIT_NOFILE
@@ -293,11 +293,15 @@ class _Mounts:
         size = f"size={max(1, self.policy.tmp_size_mb)}m,mode=1777"
         covers = [(p, "size=1m,mode=755") for p in self.hidden]
         if self.tmp:
-            shared = () if self.policy.private_shm else ("/dev/shm",)
-            covers += [(p, size) for p in ("/tmp", "/dev/shm") if os.path.isdir(p) and p not in shared]
+            # The private tmpfs goes on tmp_dir itself: covering all of /tmp would also hide whatever is
+            # installed there (a virtual environment under /tmp, as CI makes), and with it Python.
+            privates = [self.tmp] + (["/dev/shm"] if self.policy.private_shm and os.path.isdir("/dev/shm") else [])
+            covers += [(p, size) for p in privates]
+        else:
+            privates = []
         hidden = []
         for path, opts in sorted(covers, key=lambda c: c[0].count("/")):
-            name = "private-tmp" if path in ("/tmp", "/dev/shm") else "hidden-dirs"
+            name = "private-tmp" if path in privates else "hidden-dirs"
             try:
                 os.makedirs(path, exist_ok=True)  # a hidden dir under an earlier cover is still shown, empty
             except OSError as e:
@@ -311,12 +315,9 @@ class _Mounts:
         return hidden
 
     def _tmp_dir(self) -> None:
-        os.makedirs(self.tmp, exist_ok=True)
-        if not _under(self.tmp, "/tmp"):
-            _mount("/tmp", self.tmp, None, MS_BIND)
         os.environ["TMPDIR"] = self.tmp
         tempfile.tempdir = None  # forget a cached gettempdir()
-        self.exempt += ["/tmp", self.tmp]
+        self.exempt += [self.tmp]
 
     def _bind_writable(self, path: str, fd: int) -> None:
         here, there = (os.stat(path) if os.path.isdir(path) else None), os.fstat(fd)
