@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..config import JudgeLimits
-from ..errors import printable
+from ..errors import printable, safe_str
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
@@ -65,12 +65,16 @@ class Outcome:
         self.fields.update(fields)
         return self
 
-    def error(self, reply: dict[str, Any]) -> "Outcome":
-        """A failure the runner classified (its text is untrusted: trimmed and validated by the caller)."""
+    def error(self, reply: Any) -> "Outcome":
+        """A failure the runner classified (its text is untrusted: trimmed and validated here)."""
+        reply = reply if isinstance(reply, dict) else {}
         verdict = reply.get("verdict")
         if verdict not in ("compile_error", "runtime_error", "crashed"):
             verdict = "runtime_error"
-        return self.fail(Verdict(verdict), error=_detail(reply.get("error")))
+        raw = reply.get("error")
+        if not isinstance(raw, dict) and reply.get("internal"):
+            raw = {"exception": "RunnerError", "message": f"the candidate's process failed: {reply['internal']}"}
+        return self.fail(Verdict(verdict), error=_detail(raw))
 
     def reject(self, check: str, message: str) -> "Outcome":
         return self.fail(Verdict.rejected, rejected={"check": check, "message": message})
@@ -113,6 +117,9 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         out.fields["stages_ms"] = {"runners": round((time.monotonic() - started) * 1e3, 1)}
         out.fields["sandbox"] = ref_ee.sandbox
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
+        # A runner answered something malformed (only hostile code does): its candidate does not pass.
+        out.reject("bad_output", f"a runner's answer was malformed ({type(exc).__name__}: {safe_str(exc)[:200]})")
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
                  gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
@@ -163,14 +170,14 @@ class Evaluation:
         self.progress(0.1, "compiling: importing the candidate")
         reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"]})
         self.mark("load")
-        if "verdict" in reply:
+        if "verdict" in reply or "ok" not in reply:
             out.error(reply)
             return
         seed = fresh_seed()
         self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
         reply, _ = self.cand_call({"op": "build", "seed": seed, "init_inputs": self.ref.init_inputs},
                                   self.ref.init_buffers)
-        if "verdict" in reply:
+        if "verdict" in reply or "ok" not in reply:
             out.error(reply)
             return
         self._flags(reply.get("flags"), "while building")
@@ -224,6 +231,10 @@ class Evaluation:
 
     def trial_batch(self, first: int, count: int, n: int) -> dict | None:
         made = self.make_inputs([fresh_seed() for _ in range(count)], "trial")
+        for _, ref_out in made:
+            kinds = [type(o).__name__ for o in as_tensors(ref_out) if not isinstance(o, torch.Tensor)]
+            if kinds:
+                raise ReferenceFailure(f"the reference's forward returned {kinds[:3]}, not tensors")
         if first == 0:
             self._set_tolerance(made[0][1])
             self.in_bytes, self.out_bytes = _nbytes(made[0][0]), _nbytes(made[0][1])
@@ -236,8 +247,11 @@ class Evaluation:
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes if self.device == "cpu" else 16 << 20)
         try:
             results = reply.get("results")
-            if not isinstance(results, list) or not results:
-                self.out.reject("bad_output", "the candidate's process answered the trials with no results")
+            if not isinstance(results, list) or not results or not all(isinstance(r, dict) for r in results):
+                if reply.get("internal"):
+                    self.out.error(reply)
+                else:
+                    self.out.reject("bad_output", "the candidate's process answered the trials with no results")
                 return None
             for k, ((inputs, ref_out), got) in enumerate(zip(made, results)):
                 trial = first + k
@@ -272,7 +286,8 @@ class Evaluation:
         self._flags(reply.get("flags"), "during the forward call")
         if reply.get("unconfirmed") and str(reply["unconfirmed"])[:300] not in out.unconfirmed:
             out.unconfirmed.append(str(reply["unconfirmed"])[:300])
-        names = [str(n)[:80] for n in reply.get("launched", [])][:32]
+        launched = reply.get("launched")
+        names = [str(n)[:80] for n in launched][:32] if isinstance(launched, list) else []
         out.kernels.extend(n for n in names if n not in out.kernels)
         if not names:
             out.reject("no_triton_kernel", "no Triton kernel defined in the candidate launched during the forward "

@@ -23,6 +23,7 @@ import torch
 
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
+from ..errors import safe_str
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
@@ -70,7 +71,7 @@ class Runner:
             except wire.WireError as exc:
                 reply, out = {"internal": f"bad request: {exc}"}, []
             except Exception as exc:  # noqa: BLE001 - e.g. the profiler failing: an answer, not a dead runner
-                reply, out = {"internal": f"{type(exc).__name__}: {str(exc)[:300]}"}, []
+                reply, out = {"internal": f"{type(exc).__name__}: {safe_str(exc)[:300]}"}, []
             finally:
                 faulthandler.cancel_dump_traceback_later()
             wire.send(self.conn, reply, out)
@@ -80,7 +81,7 @@ class Runner:
     def _error(self, exc: BaseException, stage: str) -> dict[str, Any]:
         c = classify(exc, stage, self.file)
         return {"verdict": c.verdict.value, "error": c.error.model_dump(), "poisoned": c.poisoned,
-                "oom": isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()}
+                "oom": isinstance(exc, torch.OutOfMemoryError) or "out of memory" in safe_str(exc).lower()}
 
     def _sync(self) -> None:
         if self.device == "cuda":

@@ -91,9 +91,9 @@ def serve(ctrl: socket.socket) -> None:
             pid = os.fork()
             if pid == 0:
                 try:
-                    ctrl.close()
-                    parent_end.close()
-                    _child(os.dup(child_end.fileno()), req)
+                    conn_fd = os.dup(child_end.fileno())
+                    _close_all_but({0, 1, 2, conn_fd})  # above all the control socket: no forged fork/reap answers
+                    _child(conn_fd, req)
                 except BaseException:  # noqa: BLE001 - report, then die: the referee sees EOF
                     import traceback
 
@@ -109,6 +109,18 @@ def serve(ctrl: socket.socket) -> None:
             status = _reap(pid, children, float(req.get("wait_s", REAP_WAIT_S)))
             ctrl.sendall(json.dumps({"pid": pid, "status": status}).encode() + b"\n")
         _reap_all(children)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """Close every inherited descriptor but `keep`: a runner must hold nothing of the zygote's (its control
+    socket, the reader over it, other runners' ends), whatever Python objects still think they own them."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _reap(pid: int, children: dict[int, int | None], wait_s: float) -> int | None:
