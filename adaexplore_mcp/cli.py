@@ -39,7 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _announce_sandbox(settings: Settings) -> None:
     """Say at start (stderr: stdout is the protocol) how candidates will be confined on this host."""
     from adaexplore_mcp.judge.referee import sandbox_policy
-    from adaexplore_mcp.judge.sandbox import capabilities
+    from adaexplore_mcp.judge.sandbox_probe import capabilities
 
     policy = sandbox_policy(settings.sandbox, settings.home, settings.cache_dir, "cpu")
     if policy is None:

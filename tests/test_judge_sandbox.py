@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, capabilities, enter
+from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, enter
+from adaexplore_mcp.judge.sandbox_probe import capabilities
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox needs Linux"),

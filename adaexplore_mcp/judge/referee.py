@@ -190,8 +190,12 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
         return None
     installed = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]]
     hide = () if any(p == home.resolve() or home.resolve() in p.parents for p in installed) else (str(home),)
+    # /tmp becomes private (other users' and other judges' files there, task references included, vanish);
+    # what Python needs from it comes back read-only.
+    needed = {str(p) for p in installed} | {p for p in sys.path if p} | {sys.base_prefix, sys.exec_prefix}
+    visible = tuple(sorted(p for p in needed if p.startswith("/tmp/") and os.path.isdir(p)))
     return sandbox.SandboxPolicy(
-        hidden_dirs=hide, writable_dirs=(str(cache_dir),), tmp_dir=f"/tmp/adaexplore-runner-{os.getuid()}",
+        hidden_dirs=hide, writable_dirs=(str(cache_dir),), tmp_dir="/tmp", visible_dirs=visible,
         max_address_space=None if device == "cuda" else 16 << 30,
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
     )

@@ -38,16 +38,12 @@ from __future__ import annotations
 
 import ctypes
 import contextlib
-import json
 import os
 import re
 import resource
-import select
 import signal
 import sys
 import tempfile
-import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -74,6 +70,9 @@ class SandboxPolicy:
     pid_namespace: bool = True
     network: bool = False  # False -> a new, empty network namespace
     readonly_root: bool = True
+    # Read-only binds back into place when a cover (the private tmp, a hidden dir) would hide them: the
+    # Python installation and this package when they live under /tmp (a CI virtual environment).
+    visible_dirs: tuple[str, ...] = ()
     # A private /dev/shm too; False on a GPU: torch's CUDA IPC keeps its reference counters in files
     # there that the other side opens by name.
     private_shm: bool = True
@@ -157,7 +156,7 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
     PDEATHSIG fires when the *thread* that forked the caller ends: fork from one that outlives it."""
     if not isinstance(policy, SandboxPolicy):
         raise TypeError(f"enter() needs a SandboxPolicy, got {type(policy).__name__}")
-    for d in policy.hidden_dirs + policy.writable_dirs + ((policy.tmp_dir,) if policy.tmp_dir else ()):
+    for d in policy.hidden_dirs + policy.writable_dirs + policy.visible_dirs + ((policy.tmp_dir,) if policy.tmp_dir else ()):
         if not os.path.isabs(d):
             raise ValueError(f"sandbox paths must be absolute: {d!r}")
     log = _Log()
@@ -260,6 +259,7 @@ class _Mounts:
             if os.path.lexists(d):
                 log.miss("hidden-dirs", f"not a directory, not hidden ({d})")
         self.writable = [os.path.realpath(d) for d in policy.writable_dirs]
+        self.visible = [os.path.realpath(d) for d in policy.visible_dirs if os.path.isdir(d)]
         self.tmp = os.path.realpath(policy.tmp_dir) if policy.tmp_dir else None
         self.exempt = ["/dev", "/proc"] + self.writable + self.hidden
 
@@ -277,9 +277,20 @@ class _Mounts:
                 writable_fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
             except OSError as e:
                 log.miss("writable-dirs", e)
+        visible_fds = []
+        for path in self.visible:
+            try:
+                visible_fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
+            except OSError as e:
+                log.miss("visible-dirs", e)
         hidden = self._covers()
         for path, fd in writable_fds:
             log.attempt("writable-dirs", self._bind_writable, path, fd)
+            os.close(fd)
+        for path, fd in visible_fds:
+            if log.attempt("visible-dirs", self._bind_writable, path, fd):
+                log.attempt("visible-dirs", _mount, None, path, None,
+                            MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
             os.close(fd)
         for path in hidden:
             log.attempt("hidden-dirs", _mount, None, path, None,
@@ -395,51 +406,3 @@ def _drop_privileges(log: _Log) -> None:
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     log.attempt("no-caps", lambda: _check(_libc.capset(header, (ctypes.c_uint32 * 6)()), "capset"))
     log.attempt("no-new-privs", _prctl, PR_SET_NO_NEW_PRIVS, 1)
-
-
-_probed: dict[tuple[int, SandboxPolicy], SandboxReport] = {}
-
-
-def capabilities(policy: SandboxPolicy, timeout_s: float = 10.0) -> SandboxReport:
-    """What `enter(policy)` achieves here, found by entering in a throwaway forked child. Cached per
-    process and policy; never raises."""
-    key = (os.getpid(), policy)
-    if key not in _probed:
-        try:
-            _probed[key] = _probe(policy, timeout_s)
-        except Exception as e:  # noqa: BLE001 - a probe must never take the caller down
-            _probed[key] = SandboxReport((), (f"probe: {type(e).__name__}: {e}",))
-    return _probed[key]
-
-
-def _probe(policy: SandboxPolicy, timeout_s: float) -> SandboxReport:
-    r, w = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, fork() may deadlock": bounded below
-        pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            rep = enter(policy)
-            os.write(w, json.dumps([rep.mechanisms, rep.missing]).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    data, deadline = b"", time.monotonic() + timeout_s
-    try:
-        while (left := deadline - time.monotonic()) > 0 and select.select([r], [], [], left)[0]:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            data += chunk
-        else:
-            os.kill(pid, signal.SIGKILL)
-    finally:
-        os.close(r)
-        status = os.waitpid(pid, 0)[1]
-    if not data:
-        return SandboxReport((), (f"probe: no report within {timeout_s:g}s (wait status {status})",))
-    mechanisms, missing = json.loads(data)
-    return SandboxReport(tuple(mechanisms), tuple(missing))
