@@ -120,6 +120,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
         # A runner answered something malformed (only hostile code does): its candidate does not pass.
         out.reject("bad_output", f"a runner's answer was malformed ({type(exc).__name__}: {safe_str(exc)[:200]})")
+        ref_ee.forget(req["task"])  # if it was the reference's, its channel is out of step
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
                  gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})

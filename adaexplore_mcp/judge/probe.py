@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..config import JudgeLimits
+from ..errors import safe_str
 from . import wire
 from .compare import CHUNK, as_tensors, compare
 from .evaluation import fresh_seed
@@ -95,6 +96,10 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
                 return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
                         f"({_memory_line(exc)})"}
             return {"ok": False, "error": str(exc)}
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
+            referee.forget(req["task"])  # its channel can no longer be trusted to be in step
+            return {"ok": False, "error": f"the reference's process answered malformed data ({type(exc).__name__}: "
+                    f"{safe_str(exc)[:200]}); does the task's code write to its own file descriptors?"}
     return {"ok": False, "error": "unreachable"}
 
 

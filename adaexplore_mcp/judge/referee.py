@@ -141,6 +141,12 @@ class Referee:
             total -= self.refs[key].runner.bytes
             self.drop_reference(self.refs[key])
 
+    def forget(self, task: dict) -> None:
+        """Kill the task's reference runner (after it answered out of step)."""
+        ref = self.refs.get((task["module"], tuple(sorted(task["shapes"].items()))))
+        if ref is not None:
+            self.drop_reference(ref)
+
     def drop_reference(self, ref: Reference) -> None:
         self.refs.pop(ref.key, None)
         ref.runner.close()

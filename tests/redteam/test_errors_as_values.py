@@ -1,0 +1,148 @@
+"""Failures that are hard to describe: exceptions whose text cannot be produced, huge or malformed
+messages, exits, signals, recursion. Expected: a readable verdict (compile_error / runtime_error / crashed /
+timeout) with a non-empty message, never an exception out of Judge.evaluate, never "a bug in the judge",
+and a result the server can serialize; then a clean canary."""
+
+from __future__ import annotations
+
+import pytest
+
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Verdict
+from tests.redteam.conftest import ERROR_VERDICTS, as_json, assert_readable, canary, evaluate, summary
+from tests.test_judge_cases import GOOD, candidate
+
+ODD = '''
+import os
+import signal
+import sys
+import time
+
+
+class BadStr(Exception):
+    def __str__(self):
+        raise ValueError("no str for you")
+
+    def __repr__(self):
+        raise ValueError("no repr either")
+
+
+class IntStr(Exception):
+    def __str__(self):
+        return 42
+
+
+class NotAnException(BaseException):
+    pass
+
+
+def recurse(n):
+    return recurse(n + 1)
+'''
+
+
+def odd(body: str, init: str = "") -> str:
+    return candidate(body, extra=ODD, init=init)
+
+
+FORWARD = {
+    "ten_megabyte_message": ("        affine(x)\n        raise RuntimeError('m' * (10 << 20))", Verdict.runtime_error),
+    "nul_and_escape_codes": ("        affine(x)\n        raise RuntimeError('a\\x00b\\x1b[31mred\\r\\n')",
+                             Verdict.runtime_error),
+    "huge_exception_class_name": ("        affine(x)\n        raise type('E' * 100000, (Exception,), {})('x')",
+                                  Verdict.runtime_error),
+    "cyclic_cause_chain": ("        e = RuntimeError('cycle')\n        e.__cause__ = e\n        e.__context__ = e\n"
+                           "        raise e", Verdict.runtime_error),
+    "sys_exit_0": ("        sys.exit(0)", Verdict.runtime_error),
+    "sys_exit_none": ("        sys.exit()", Verdict.runtime_error),
+    "os_exit_0": ("        affine(x)\n        os._exit(0)", Verdict.crashed),
+    "os_exit_1": ("        os._exit(1)", Verdict.crashed),
+    "keyboard_interrupt": ("        raise KeyboardInterrupt", Verdict.runtime_error),
+    "system_exit": ("        raise SystemExit('bye')", Verdict.runtime_error),
+    "generator_exit": ("        raise GeneratorExit", Verdict.runtime_error),
+    "base_exception_subclass": ("        raise NotAnException('odd')", Verdict.runtime_error),
+    "recursion_error": ("        return recurse(0)", Verdict.runtime_error),
+    "sigsegv_to_self": ("        os.kill(os.getpid(), signal.SIGSEGV)\n        time.sleep(1)\n        return affine(x)",
+                        None),
+    "abort": ("        affine(x)\n        os.abort()", Verdict.crashed),
+}
+
+
+@pytest.mark.parametrize("body,expected", list(FORWARD.values()), ids=list(FORWARD))
+def test_an_odd_failure_in_forward_is_a_readable_verdict(judge: Judge, body: str, expected: Verdict | None) -> None:
+    ev = evaluate(judge, odd(body))
+    canary(judge)
+    assert_readable(ev)
+    if expected is None:  # pid 1 of a pid namespace ignores some signals it sends itself: passing is fine too
+        assert ev.verdict in ERROR_VERDICTS + (Verdict.passed,), summary(ev)
+    else:
+        assert ev.verdict == expected, summary(ev)
+    if ev.error is not None:
+        assert len(ev.error.message) <= 400 and len(ev.error.excerpt) <= 1500 and len(ev.error.exception) <= 80
+
+
+IMPORT = {
+    "sys_exit_0": "import sys\nsys.exit(0)\n",
+    "os_exit_0": "import os\nos._exit(0)\n",
+    "keyboard_interrupt": "raise KeyboardInterrupt\n",
+    "recursion": "def f():\n    return f()\nf()\n",
+    "ten_megabyte_message": "raise ImportError('m' * (10 << 20))\n",
+}
+
+
+@pytest.mark.parametrize("prefix", list(IMPORT.values()), ids=list(IMPORT))
+def test_an_odd_failure_at_import_is_a_readable_verdict(judge: Judge, prefix: str) -> None:
+    ev = evaluate(judge, prefix + GOOD)
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict in (Verdict.compile_error, Verdict.crashed), summary(ev)
+
+
+def test_an_alarm_signal_is_a_readable_verdict_or_ignored(judge: Judge) -> None:
+    body = ("        if not hasattr(self, 'armed'):\n            self.armed = True\n            signal.alarm(1)\n"
+            "            time.sleep(2)\n        return affine(x)")
+    ev = evaluate(judge, odd(body))
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict in ERROR_VERDICTS + (Verdict.passed,), summary(ev)
+
+
+# Found by this corpus (fixed in 20abbb8): Runner._error called str(exc) for its out-of-memory test, so an
+# exception whose __str__ raises made the runner answer {'internal': ...}; the referee ignored that at load
+# and build (going on with no module or model: "'NoneType' object is not callable") and reported
+# 'bad_output: ... no results' in the trials.
+
+
+@pytest.mark.parametrize("body", ["        affine(x)\n        raise BadStr()",
+                                  "        affine(x)\n        raise IntStr()"], ids=["str_raises", "str_returns_int"])
+def test_an_exception_whose_text_cannot_be_produced_in_forward(judge: Judge, body: str) -> None:
+    ev = evaluate(judge, odd(body))
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict == Verdict.runtime_error and ev.error.exception in ("BadStr", "IntStr"), summary(ev)
+
+
+def test_an_exception_whose_text_cannot_be_produced_at_import(judge: Judge) -> None:
+    ev = evaluate(judge, ODD + "raise BadStr()\n" + GOOD)
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict == Verdict.compile_error and ev.error.exception == "BadStr", summary(ev)
+
+
+def test_an_exception_whose_text_cannot_be_produced_in_the_constructor(judge: Judge) -> None:
+    ev = evaluate(judge, odd("        return affine(x)", init="        raise BadStr()"))
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict == Verdict.compile_error and ev.error.exception == "BadStr", summary(ev)
+
+
+@pytest.mark.parametrize("source", [
+    odd("        affine(x)\n        raise RuntimeError('bad \\ud800 text \\udfff')"),
+    "raise RuntimeError('\\ud800')\n" + GOOD,
+], ids=["in_forward", "at_import"])
+def test_lone_surrogates_in_a_message_leave_a_serializable_result(judge: Judge, source: str) -> None:
+    """Without sanitizing, Evaluation.model_dump_json() raises and the server cannot store the result."""
+    ev = evaluate(judge, source)
+    canary(judge)
+    assert ev.verdict in ERROR_VERDICTS, summary(ev)
+    as_json(ev)
