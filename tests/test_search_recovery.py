@@ -25,13 +25,14 @@ from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.errors import UserError
 from adaexplore_mcp.jobs import JobRunner
-from adaexplore_mcp.models import TaskInfo, TaskProbe
+from adaexplore_mcp.models import TaskInfo
 from adaexplore_mcp.search import SearchService
 from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
 from adaexplore_mcp.search.fake_judge import FakeJudge
 from adaexplore_mcp.server import build_server
 from adaexplore_mcp.store import Store
+from tests.test_server_errors import StubJudge
 
 KERNEL = "import triton\nclass ModelNew:\n    pass\n# fake: verdict=passed speedup=1.5\n"
 HOUR = 3600.0
@@ -262,24 +263,6 @@ def test_a_step_being_expanded_by_a_lost_job_can_be_expanded_again(svc: SearchSe
     done = _wait(runner, job.job_id)
     assert done.status == "done", done.error
     assert done.result["node_id"] == 1 and done.result["step_id"] == step
-
-
-class StubJudge:
-    """A judge that runs nothing (verdicts from `# fake:` comments): the MCP surface without workers."""
-
-    backend = "cpu-interpreter"
-
-    def __init__(self) -> None:
-        self.fake = FakeJudge()
-
-    def evaluate(self, task, kernel_source, timeout_s=None, progress=None):
-        return self.fake(task.task_id, kernel_source, progress)
-
-    def probe_task(self, task, timeout_s=None):
-        return TaskProbe(ok=True)
-
-    def close(self) -> None:
-        pass
 
 
 def test_submit_expand_after_a_server_stop_through_the_tools(tmp_path: Path) -> None:

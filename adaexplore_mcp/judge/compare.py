@@ -17,6 +17,17 @@ def as_tensors(value: Any) -> list[Any]:
     return [torch.as_tensor(x) if isinstance(x, (int, float, bool)) else x for x in items]
 
 
+def nbytes(value: Any) -> int:
+    """Bytes of the tensors in an output (one tensor or a tuple/list of them)."""
+    return sum(t.numel() * t.element_size() for t in as_tensors(value) if isinstance(t, torch.Tensor))
+
+
+def tensor_specs(values: list[Any]) -> list[dict]:
+    """Shape and dtype of each tensor, as TaskProbe reports them."""
+    return [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
+            for v in values if isinstance(v, torch.Tensor)]
+
+
 def _spec(t: Any) -> str:
     if isinstance(t, torch.Tensor):
         return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)} on {t.device.type}"

@@ -28,8 +28,8 @@ from ..errors import printable, safe_str
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
-from .compare import as_tensors, compare, mutated_input, tolerance_for
-from .referee import Referee, ReferenceFailure
+from .compare import as_tensors, compare, mutated_input, nbytes, tolerance_for
+from .referee import Referee, ReferenceFailure, oom_summary
 from .runners import RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
@@ -90,10 +90,6 @@ class Outcome:
                 "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels}
 
 
-def _nbytes(value: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in as_tensors(value) if isinstance(t, torch.Tensor))
-
-
 def _detail(raw: Any) -> dict[str, Any]:
     raw = raw if isinstance(raw, dict) else {}
     text = {k: printable(str(raw.get(k) or ""))[:limit]
@@ -127,7 +123,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     except torch.OutOfMemoryError as exc:  # the referee's own copies or comparisons
         freed = ref_ee.evict_all_but(None)
         out.fail(Verdict.runtime_error, error=static_error(
-            f"the GPU ran out of memory in the judge while checking this task ({str(exc).split('. Including')[0][:300]}); "
+            f"the GPU ran out of memory in the judge while checking this task ({oom_summary(exc)}); "
             f"{freed} cached reference(s) were released", exception="OutOfMemoryError").model_dump())
     except ReferenceFailure as exc:
         if exc.oom:
@@ -238,12 +234,12 @@ class Evaluation:
                 raise ReferenceFailure(f"the reference's forward returned {kinds[:3]}, not tensors")
         if first == 0:
             self._set_tolerance(made[0][1])
-            self.in_bytes, self.out_bytes = _nbytes(made[0][0]), _nbytes(made[0][1])
+            self.in_bytes, self.out_bytes = nbytes(made[0][0]), nbytes(made[0][1])
             self.set_bytes = 2 * (self.in_bytes + self.out_bytes)
         lent = wire.pack([list(inputs) for inputs, _ in made])
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
-        out_bytes = sum(_nbytes(o) for _, o in made)
+        out_bytes = sum(nbytes(o) for _, o in made)
         reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes if self.device == "cpu" else 16 << 20)
         try:

@@ -20,19 +20,14 @@ import torch
 from ..config import JudgeLimits
 from ..errors import safe_str
 from . import wire
-from .compare import CHUNK, as_tensors, compare
+from .compare import CHUNK, as_tensors, compare, tensor_specs
 from .evaluation import fresh_seed
-from .referee import Referee, ReferenceFailure
+from .referee import Referee, ReferenceFailure, oom_summary
 
 SEEDS = 3
 NONDETERMINISTIC = ("the reference is not deterministic: two runs on identical inputs differ (max abs difference "
                     "{diff:.3g}; dropout in training mode? atomics?). Candidates are compared against one run, so a "
                     "mismatch near that size may be the reference's own noise")
-
-
-def _specs(values: list[Any]) -> list[dict]:
-    return [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
-            for v in values if isinstance(v, torch.Tensor)]
 
 
 SAMPLE = 1 << 22  # elements of each output the degeneracy checks look at (a 6 GiB output is sampled)
@@ -94,19 +89,13 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
                 continue
             if isinstance(exc, torch.OutOfMemoryError):
                 return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
-                        f"({_memory_line(exc)})"}
+                        f"({oom_summary(exc)})"}
             return {"ok": False, "error": str(exc)}
         except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
             referee.forget(req["task"])  # its channel can no longer be trusted to be in step
             return {"ok": False, "error": f"the reference's process answered malformed data ({type(exc).__name__}: "
                     f"{safe_str(exc)[:200]}); does the task's code write to its own file descriptors?"}
     return {"ok": False, "error": "unreachable"}
-
-
-def _memory_line(exc: BaseException) -> str:
-    """Torch's out-of-memory text names the bytes asked for and free; keep that sentence."""
-    text = str(exc)
-    return text.split(". Including")[0][:300] if "Tried to allocate" in text else text[:300]
 
 
 def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, warnings: list[str]) -> dict[str, Any]:
@@ -126,7 +115,7 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     deterministic = diff == 0.0
     if not deterministic:
         warnings.append(NONDETERMINISTIC.format(diff=diff))
-    inputs_spec, outputs_spec = _specs(sets[0][0]), _specs(runs[0])
+    inputs_spec, outputs_spec = tensor_specs(sets[0][0]), tensor_specs(runs[0])
     if any(not bool(torch.isfinite(s).all()) for s in _sample([o for o in runs[0] if o.is_floating_point()] or [])):
         warnings.append("the reference output contains NaN or inf on random inputs")
     reasons = degenerate_reasons(runs, limits)

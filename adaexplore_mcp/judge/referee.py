@@ -94,7 +94,7 @@ class Referee:
     # -- reference runners --------------------------------------------------------------------------
     def reference(self, task: dict, deadline: float) -> Reference:
         """The task's loaded reference runner (cached); raises ReferenceFailure."""
-        key = (task["module"], tuple(sorted(task["shapes"].items())))
+        key = _reference_key(task)
         ref = self.refs.get(key)
         if ref is not None and ref.runner.alive:
             self.refs.move_to_end(key)
@@ -143,7 +143,7 @@ class Referee:
 
     def forget(self, task: dict) -> None:
         """Kill the task's reference runner (after it answered out of step)."""
-        ref = self.refs.get((task["module"], tuple(sorted(task["shapes"].items()))))
+        ref = self.refs.get(_reference_key(task))
         if ref is not None:
             self.drop_reference(ref)
 
@@ -166,6 +166,16 @@ class Referee:
         while self.spares:
             self.spares.popleft().kill()
         self.zygote.close()
+
+
+def _reference_key(task: dict) -> tuple:
+    return task["module"], tuple(sorted(task["shapes"].items()))
+
+
+def oom_summary(exc: BaseException) -> str:
+    """Torch's out-of-memory text names the bytes asked for and free; keep that sentence."""
+    text = str(exc)
+    return text.split(". Including")[0][:300] if "Tried to allocate" in text else text[:300]
 
 
 def _gone_text(what: str, exc: RunnerGone) -> str:

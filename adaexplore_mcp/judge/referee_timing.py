@@ -37,10 +37,6 @@ HIDDEN_REL = 0.2
 CHECKED_PER_BLOCK = 4
 
 
-def _nbytes(value: Any) -> int:
-    return sum(t.numel() * t.element_size() for t in as_tensors(value) if isinstance(t, torch.Tensor))
-
-
 def profile_share(ev: Any) -> dict[str, Any] | None:
     """Share of device time in the candidate's own kernels during one call (evidence from its process)."""
     (inputs, _), = ev.make_inputs([random.getrandbits(62)], "profile")
@@ -95,13 +91,10 @@ class _Sides:
         """Input sets drawn by the reference, copied into the referee's memory (the copies are what both
         sides are lent, so both pay the same cost to map them inside their timed blocks), and the
         reference's outputs for them."""
-        reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key},
-                                               self.ev.deadline, "running the reference")
-        opened: dict = {}
-        sets = wire.pack([list(wire.decode_value(s["inputs"], bufs, opened=opened)) for s in reply["sets"]])
-        expected = [wire.decode_value(s["output"], bufs, opened=opened) for s in reply["sets"]]
+        made = self.ev.make_inputs(seeds, key)
+        sets = wire.pack([inputs for inputs, _ in made])
         torch.cuda.synchronize()
-        return sets, expected
+        return sets, [output for _, output in made]
 
     @staticmethod
     def lend(sets: list[list[Any]]) -> dict[str, Any]:

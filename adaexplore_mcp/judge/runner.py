@@ -24,6 +24,7 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
+from .compare import mutated_input, nbytes, tensor_specs
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
@@ -184,7 +185,7 @@ class Runner:
                 inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
                 result = None
                 if req.get("outputs", True):
-                    small = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)) < CLONE_BYTES
+                    small = nbytes(inputs) < CLONE_BYTES
                     fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
                     result = self._forward_ref(fed, req.get("mode", "strict"))
             except BaseException as exc:  # noqa: BLE001
@@ -322,7 +323,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - some ops lack meta kernels
             return {"error": type(exc).__name__}
         outs = result if isinstance(result, (list, tuple)) else [result]
-        return {"inputs": _specs(inputs), "outputs": _specs(outs)}
+        return {"inputs": tensor_specs(inputs), "outputs": tensor_specs(outs)}
 
     def op_release(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         if req.get("only"):
@@ -336,18 +337,9 @@ class Runner:
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
 
 
-def _specs(values: list[Any]) -> list[dict]:
-    return [{"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")}
-            for v in values if isinstance(v, torch.Tensor)]
-
-
 def _mutated(inputs: list[Any], bufs: list[bytes], sent: Any, index: int) -> bool:
-    originals = wire.decode_value(sent, bufs)[index]
-    for a, b in zip(originals, inputs):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            if a.shape != b.shape or not bool(((a == b) | (a.isnan() & b.isnan())).all()):
-                return True
-    return False
+    """The inputs of set `index` as lent (decoded again from the request) against what the call left."""
+    return mutated_input(list(wire.decode_value(sent["list"][index], bufs)), inputs) is not None
 
 
 def _aliased(result: Any, inputs: list[Any]) -> bool:

@@ -177,7 +177,7 @@ class RunnerHandle:
             except OSError:
                 pass
 
-    def close(self, deadline_s: float = 2.0) -> None:
+    def close(self) -> None:
         """Ask politely, then kill: used for runners whose process has done nothing wrong."""
         if self.alive:
             try:
