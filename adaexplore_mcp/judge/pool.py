@@ -137,7 +137,16 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
-    def kill(self) -> None:
+    def ask_to_exit(self) -> None:
+        """A worker that exits on its own closes its zygote, which removes its runners' scratch files."""
+        try:
+            self.conn.send({"op": "exit"})
+        except (OSError, ValueError):
+            pass
+
+    def kill(self, grace_s: float = 0.0) -> None:
+        if grace_s > 0:
+            self.proc.join(grace_s)
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(10)
@@ -215,5 +224,8 @@ class Pool:
         with self._lock:
             self._closed = True
             for worker in self._workers.values():
-                worker.kill()
+                worker.ask_to_exit()
+            deadline = time.monotonic() + 3.0
+            for worker in self._workers.values():
+                worker.kill(grace_s=max(0.0, deadline - time.monotonic()))
             self._workers.clear()

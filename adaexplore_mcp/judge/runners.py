@@ -76,7 +76,10 @@ class Zygote:
 
     def close(self) -> None:
         try:
-            self.sock.close()
+            self.sock.close()  # end of input: the zygote removes its runners' scratch directories and exits
+            self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,11 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     policy = sandbox.SandboxPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}) \
         if raw is not None else None
     report = sandbox.enter(policy) if policy is not None else None
-    tmp = Path(os.environ.get("TMPDIR") or "/tmp")
-    if policy is not None and policy.tmp_dir:
+    if report is not None and "private-tmp" in report.mechanisms:
         tmp = Path(policy.tmp_dir)
+    else:  # no private tmpfs: a directory of its own, or runners of the same task overwrite each other's files
+        tmp = _runner_tmp(os.getpid())
+        shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(tmp)
     os.environ["HOME"] = str(tmp)
@@ -83,7 +87,9 @@ def serve(ctrl: socket.socket) -> None:
     reader = ctrl.makefile("rb")
     while True:
         line = reader.readline()
-        if not line:
+        if not line:  # the referee is gone: its runners die with this process (PDEATHSIG); their files go now
+            for pid in list(children):
+                _forget(pid, children)
             return
         req = json.loads(line)
         if req["op"] == "fork":
@@ -111,6 +117,16 @@ def serve(ctrl: socket.socket) -> None:
         _reap_all(children)
 
 
+def _runner_tmp(pid: int) -> Path:
+    """The scratch directory of a runner without a private tmpfs; the zygote removes it once it reaps the pid."""
+    return Path(tempfile.gettempdir()) / f"adaexplore-runner-{pid}"
+
+
+def _forget(pid: int, children: dict[int, int | None]) -> int | None:
+    shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
+    return children.pop(pid, None)
+
+
 def _close_all_but(keep: set[int]) -> None:
     """Close every inherited descriptor but `keep`: a runner must hold nothing of the zygote's (its control
     socket, the reader over it, other runners' ends), whatever Python objects still think they own them."""
@@ -134,7 +150,7 @@ def _reap(pid: int, children: dict[int, int | None], wait_s: float) -> int | Non
             children[pid] = status
             break
         time.sleep(0.005)
-    return children.pop(pid, None) if children.get(pid) is not None else None
+    return _forget(pid, children) if children.get(pid) is not None else None
 
 
 def _reap_all(children: dict[int, int | None]) -> None:
@@ -143,10 +159,11 @@ def _reap_all(children: dict[int, int | None]) -> None:
             try:
                 done, st = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                children.pop(pid, None)
+                _forget(pid, children)
                 continue
             if done:
                 children[pid] = st
+                shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
     if len(children) > 256:  # statuses nobody asked for
         for pid in [p for p, s in children.items() if s is not None][:128]:
             children.pop(pid, None)
