@@ -6,63 +6,49 @@ Data flows one way (ARCHITECTURE.md): app -> (tasks | judge | search | memory) -
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from typing import Protocol
-
 from pathlib import Path
 
 from adaexplore_mcp.config import Settings
+from adaexplore_mcp.errors import UserError
+from adaexplore_mcp.evaluator import JudgeLike, KernelEvaluator, stored_evaluation_json
 from adaexplore_mcp.export import (
     MissingReportDependency, SnapshotNode, TreeSnapshot, report_html, report_png, standalone_kernel_file,
 )
-from adaexplore_mcp.errors import NotFound, UserError
 from adaexplore_mcp.jobs import JobRunner
 from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.memory import MIGRATIONS as MEMORY_MIGRATIONS
 from adaexplore_mcp.memory.service import MemoryService
-from adaexplore_mcp.models import Backend, Evaluation, ExportedKernel, SearchReport, TaskInfo, TaskProbe
+from adaexplore_mcp.models import Evaluation, ExportedKernel, SearchReport, TaskInfo
+from adaexplore_mcp.search import MIGRATIONS as SEARCH_MIGRATIONS
 from adaexplore_mcp.search import SearchService, SearchTree
-from adaexplore_mcp.store import Store, dumps, new_id
+from adaexplore_mcp.store import Migration, Store, dumps
 from adaexplore_mcp.tasks.format import TaskFormatError, TaskSpec, check_small_shapes, check_static, source_hash
-from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
+from adaexplore_mcp.tasks.registry import MIGRATIONS as TASK_MIGRATIONS
 from adaexplore_mcp.tasks.registry import TaskRegistry
+from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
 
 Progress = Callable[[float, str], None]
 
-
-class JudgeLike(Protocol):
-    """What the app needs of a judge (the real one runs workers; tests may pass a fake)."""
-
-    @property
-    def backend(self) -> Backend: ...
-
-    def evaluate(
-        self, task: TaskSpec, kernel_source: str, timeout_s: float | None = None, progress: Progress | None = None
-    ) -> Evaluation: ...
-
-    def probe_task(self, task: TaskSpec, timeout_s: float | None = None) -> TaskProbe: ...
-
-    def close(self) -> None: ...
+# Every part's schema changes, handed to the store explicitly (migration 1, the store's own, is implied).
+MIGRATIONS: tuple[Migration, ...] = (*SEARCH_MIGRATIONS, *MEMORY_MIGRATIONS, *TASK_MIGRATIONS)
 
 
 class App:
+    """Tasks, judge, search and memory over one store. `judge` may be a fake (`FakeJudge`): nothing else
+    changes, so the whole app can be tested without worker processes."""
+
     def __init__(self, settings: Settings, judge: JudgeLike | None = None) -> None:
         self.settings = settings
         settings.home.mkdir(parents=True, exist_ok=True)
-        self.store = Store(settings.db_path)
+        self.store = Store(settings.db_path, MIGRATIONS)
         self.tasks = TaskRegistry(self.store)
         self.judge: JudgeLike = judge if judge is not None else Judge(settings)  # workers start on first use
         self._register_builtins()
         self.memory = MemoryService(self.store)
         self.jobs = JobRunner(self.store)
-        self.search = SearchService(
-            self.store,
-            evaluate=lambda task_id, source, progress: self.evaluate_kernel(task_id, source, progress=progress),
-            task_lookup=self.tasks.info,
-            rules_provider=lambda task_id: self.memory.rules_for_brief(task_id=task_id),
-            timing_available=self.judge.backend == "cuda",
-            max_source_bytes=settings.max_source_bytes,
-        )
+        self.evaluator = KernelEvaluator(self.store, self.judge, self.tasks, self.memory)
+        self.search = SearchService(self.store, self.evaluator, max_source_bytes=settings.max_source_bytes)
 
     def close(self) -> None:
         self.judge.close()
@@ -112,41 +98,28 @@ class App:
         return with_size_warning(info), created
 
     def _register_builtins(self) -> None:
-        """Built-ins are this project's own tested code: registered without a probe, once."""
+        """Built-ins are this project's own tested code: registered once without running them (startup stays
+        fast); the first evaluation or search of one probes it (`KernelEvaluator.task_spec`)."""
         from adaexplore_mcp.tasks.library import builtin_tasks
 
         for task in builtin_tasks():
             if not self.tasks.exists(task.name):
-                self.tasks.register(task.name, task.source, TaskProbe(ok=True), origin="builtin",
-                                    small_shapes=task.small_shapes, description=task.description,
-                                    task_id=task.name)
+                self.tasks.register(task.name, task.source, None, origin="builtin", small_shapes=task.small_shapes,
+                                    description=task.description, task_id=task.name)
 
     # -- judge -------------------------------------------------------------------------------
     def evaluate_kernel(
         self, task_id: str, kernel_source: str, timeout_s: float | None = None, progress: Progress | None = None
     ) -> Evaluation:
-        spec = self.tasks.spec(task_id)
+        """Check the request, then the one evaluation path (judged, given an id and rules, stored once)."""
+        self.tasks.info(task_id)  # an unknown task first: it is the likelier mistake
         self._check_kernel_source(kernel_source)
         if timeout_s is not None and not (0 < timeout_s <= self.settings.limits.max_timeout_s):
             raise UserError(f"timeout_s must be in (0, {self.settings.limits.max_timeout_s}] seconds")
-        started = time.monotonic()
-        evaluation = self.judge.evaluate(spec, kernel_source, timeout_s=timeout_s, progress=progress)
-        evaluation.eval_id = new_id("ev")
-        evaluation.degenerate_task = evaluation.degenerate_task or spec.degenerate
-        if spec.degenerate and "degenerate task" not in " ".join(evaluation.warnings):
-            evaluation.warnings.append(
-                "degenerate task: a constant output would pass this task's check; a pass proves little"
-            )
-        evaluation.duration_s = evaluation.duration_s or round(time.monotonic() - started, 3)
-        evaluation.rules = self.memory.record_failure(evaluation, kernel_source)
-        self._record(evaluation, kernel_source)
-        return evaluation
+        return self.evaluator.evaluate(task_id, kernel_source, progress=progress, timeout_s=timeout_s)
 
     def evaluation_json(self, eval_id: str) -> str:
-        row = self.store.read_one("SELECT result FROM evaluations WHERE eval_id = ?", (eval_id,))
-        if row is None:
-            raise NotFound(f"unknown eval_id {eval_id!r}")
-        return row["result"]
+        return stored_evaluation_json(self.store, eval_id)
 
     # -- exports -----------------------------------------------------------------------------
     def export_kernel(self, search_id: str) -> ExportedKernel:
@@ -218,15 +191,14 @@ class App:
                 "(set ADAEXPLORE_MAX_SOURCE_BYTES to change it)"
             )
 
-    def _record(self, evaluation: Evaluation, kernel_source: str) -> None:
-        with self.store.write() as tx:
-            tx.execute(
-                "INSERT INTO evaluations (eval_id, task_id, source_hash, kernel_source, verdict, speedup, backend,"
-                " result, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (evaluation.eval_id, evaluation.task_id, source_hash(kernel_source), kernel_source,
-                 evaluation.verdict.value, evaluation.speedup, evaluation.backend,
-                 evaluation.model_dump_json(), time.time()),
-            )
+    def evaluation_source(self, eval_id: str) -> tuple[str, str]:
+        """(task_id, kernel_source) of a stored evaluation, for tools that run its kernel again (profile_kernel)."""
+        from adaexplore_mcp.errors import NotFound
+
+        row = self.store.read_one("SELECT task_id, kernel_source FROM evaluations WHERE eval_id = ?", (eval_id,))
+        if row is None:
+            raise NotFound(f"unknown eval_id {eval_id!r}; evaluate_kernel and expand_node results carry one")
+        return row["task_id"], row["kernel_source"]
 
 
 def tree_snapshot(tree: SearchTree, task_name: str) -> TreeSnapshot:

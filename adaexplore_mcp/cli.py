@@ -1,7 +1,7 @@
 """Console entry points: serve over stdio (default) or streamable HTTP, and headless commands.
 
 Nothing but protocol may reach stdout while serving stdio, so every human-readable line here goes
-to stderr unless the command is a headless one (demo, evaluate) that owns its terminal.
+to stderr, except in the headless `demo` command, which owns its terminal.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     token = args.token or os.environ.get("ADAEXPLORE_TOKEN") or None
     try:
-        check_bind(args.host, token)  # refuse before anything starts
+        check_bind(args.host, token)  # refuse before serving (the app itself starts in the server's lifespan)
     except InsecureBindError as exc:
         print(f"adaexplore-mcp: {exc}", file=sys.stderr)
         return 2
@@ -37,7 +37,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _announce_sandbox(settings: Settings) -> None:
-    """Say at start (stderr: stdout is the protocol) how candidates will be confined on this host."""
+    """Say at start (stderr: stdout may be the protocol) how candidates will be confined on this host.
+
+    Probed with the CPU runner's policy. A GPU runner's differs only in having no address-space limit and
+    sharing /dev/shm (judge/referee.py: sandbox_policy), so on a GPU host the report may name those two."""
     from adaexplore_mcp.judge.referee import sandbox_policy
     from adaexplore_mcp.judge.sandbox_probe import capabilities
 

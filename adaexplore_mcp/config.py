@@ -1,8 +1,9 @@
-"""Settings: one frozen object, built once from the environment (and CLI flags), passed explicitly.
+"""Settings: one frozen object, built once from the environment (`Settings.from_env`), passed explicitly.
 
+The CLI's own flags (--transport, --host, --port, --token) configure serving only and are not settings.
 Why one object: the research code this project re-implements read its constants with `getattr`
 fallbacks in many places and ended up with four different defaults for one value. Here every
-limit has exactly one default, in this file.
+limit has exactly one default, in this file: `from_env` falls back to the fields' own defaults.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ DEFAULT_MAX_SOURCE_BYTES = 200_000  # one candidate or reference source
 
 @dataclass(frozen=True)
 class JudgeLimits:
-    """Limits of one evaluation. Sized so a typical evaluation takes a few seconds on a GPU."""
+    """Limits of one evaluation (atol/rtol also decide a task probe's degeneracy verdict).
+
+    Sized so a typical evaluation takes a few seconds on a GPU."""
 
     timeout_s_gpu: float = 60.0
     timeout_s_cpu: float = 180.0
@@ -59,7 +62,8 @@ class Settings:
     """Everything configurable about one server process."""
 
     home: Path = field(default_factory=_default_home)
-    # "cuda" when a GPU is usable; "cpu" runs candidates under Triton's interpreter.
+    # "auto": "cuda" when a GPU is usable, else "cpu"; "cuda" forces the GPU; "cpu" runs candidates under
+    # Triton's interpreter.
     device: str = "auto"
     max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES
     # Two workers per device by default: one client's hanging evaluation (up to its timeout) then never
@@ -68,7 +72,8 @@ class Settings:
     workers: int = 2  # CPU-interpreter workers
     workers_per_gpu: int = 2
     limits: JudgeLimits = field(default_factory=JudgeLimits)
-    # Compiled-kernel caches (Triton) shared by runners: outside `home`, which runners never see.
+    # Compiled-kernel cache (Triton), kept by the judge workers outside `home`. Runners see neither: each
+    # gets only its own source's kernels from the worker (judge/kernel_cache.py, judge/referee.py).
     cache_dir: Path = field(default_factory=_default_cache)
     # Runner sandbox: "auto" (namespaces + rlimits where the host allows), "no-pid" (no PID namespace),
     # or "off" (debugging the judge only: candidates then see the host).
@@ -77,11 +82,6 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return self.home / "adaexplore.sqlite3"
-
-    @property
-    def kernel_dir(self) -> Path:
-        """Where candidate sources are written so Triton's `inspect.getsource` can read them."""
-        return self.home / "kernels"
 
     def with_overrides(self, **kwargs: object) -> "Settings":
         return replace(self, **kwargs)  # type: ignore[arg-type]
@@ -96,12 +96,12 @@ class Settings:
         )
         return cls(
             home=Path(home).expanduser() if home else _default_home(),
-            device=os.environ.get("ADAEXPLORE_DEVICE", "auto"),
-            max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", DEFAULT_MAX_SOURCE_BYTES),
-            workers=_env_int("ADAEXPLORE_WORKERS", 2),
-            workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", 2),
+            device=os.environ.get("ADAEXPLORE_DEVICE", cls.device),
+            max_source_bytes=_env_int("ADAEXPLORE_MAX_SOURCE_BYTES", cls.max_source_bytes),
+            workers=_env_int("ADAEXPLORE_WORKERS", cls.workers),
+            workers_per_gpu=_env_int("ADAEXPLORE_WORKERS_PER_GPU", cls.workers_per_gpu),
             limits=limits,
             cache_dir=Path(os.environ["ADAEXPLORE_CACHE_DIR"]).expanduser() if os.environ.get("ADAEXPLORE_CACHE_DIR")
             else _default_cache(),
-            sandbox=os.environ.get("ADAEXPLORE_SANDBOX", "auto"),
+            sandbox=os.environ.get("ADAEXPLORE_SANDBOX", cls.sandbox),
         )

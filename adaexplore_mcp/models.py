@@ -32,6 +32,19 @@ class TensorSpec(BaseModel):
     dtype: str
 
 
+class TaskCost(BaseModel):
+    """The work any implementation of a task must do at GPU size, counted once per task from the reference:
+    the floor under every kernel's time (roofline), whatever the kernel does inside."""
+
+    min_bytes: int = Field(description="inputs read once + outputs written once + parameters/buffers read once")
+    input_bytes: int = 0
+    output_bytes: int = 0
+    param_bytes: int = 0
+    flops: int | None = Field(default=None, description="the reference's FLOPs by torch.utils.flop_counter "
+                              "(matmul, convolution, attention; elementwise ops count 0)")
+    note: str = ""
+
+
 class TaskInfo(BaseModel):
     """What a client sees of a task (the reference source is a resource, not inlined)."""
 
@@ -52,6 +65,8 @@ class TaskInfo(BaseModel):
     inputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size inputs")
     outputs: list[TensorSpec] = Field(default_factory=list, description="GPU-size outputs")
     description: str = ""
+    cost: TaskCost | None = Field(default=None, description="minimum bytes and the reference's FLOPs at GPU size "
+                                  "(the roofline's numerator); null when not counted")
 
 
 class TaskProbe(BaseModel):
@@ -66,16 +81,40 @@ class TaskProbe(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     deterministic: bool = True
     input_elements: int = 0
+    cost: TaskCost | None = None
+    cost_unavailable: str | None = None
+
+
+# Triton exceptions that only carry the error raised in kernel code, as their __cause__/__context__ or as
+# their text (exact class names: OutOfResources also derives from TritonError but is an error of its own).
+# The one list: the judge unwraps live exceptions with it (ErrorDetail.root_*), the skill memory reads
+# traceback texts with it (details stored before root_* existed, texts collected on GPU hosts).
+TRITON_WRAPPERS = frozenset({
+    "CompilationError", "InterpreterError", "UnsupportedLanguageConstruct", "CompileTimeAssertionFailure",
+    "TritonError",
+})
 
 
 class ErrorDetail(BaseModel):
-    """The key line of an error and the candidate line that caused it: enough to act on."""
+    """The key line of an error and the candidate line that caused it: enough to act on.
+
+    `root_*` is the judge's one reading of the live exception, below Triton's wrappers: the skill memory
+    builds failure signatures from these fields alone, so the wording of `message` and `excerpt` (made
+    for people) can change freely. Details stored before the fields existed have `root_exception` None.
+    """
 
     exception: str = Field(description="exception type, e.g. 'CompilationError'")
     message: str = Field(description="the error's last meaningful line, trimmed")
     source_line: str | None = Field(default=None, description="the offending line of the candidate")
     source_lineno: int | None = None
     excerpt: str = Field(default="", description="a short tail of the traceback")
+    root_exception: str | None = Field(
+        default=None, description="type of the error below Triton's wrappers, e.g. 'TypeError' (a wrapper's own "
+        "name when it carried only text); None on details recorded before this field existed")
+    root_message: str | None = Field(
+        default=None, description="that error's first meaningful line; None: `message` is it (a detail made "
+        "without an exception: a static check, a dead worker)")
+    root_in_kernel: bool = Field(default=False, description="raised in kernel code (found below a Triton wrapper)")
 
 
 class MismatchDetail(BaseModel):
@@ -105,6 +144,7 @@ class RejectDetail(BaseModel):
         "bad_output",
         "output_reused_across_calls",
         "events_disagree_with_wall_clock",
+        "faster_than_hardware",
     ]
     message: str
 
@@ -119,12 +159,50 @@ class TimingStats(BaseModel):
     reps: int
 
 
+class Roofline(BaseModel):
+    """Where the candidate's median time stands against this GPU's limits for the task's minimum work."""
+
+    min_bytes: int = Field(description="inputs read once + outputs written once + parameters/buffers read once")
+    flops: int | None = Field(default=None, description="the reference's FLOPs (torch.utils.flop_counter: matmul, "
+                              "convolution, attention; elementwise ops count 0)")
+    achieved_gbps: float
+    achieved_tflops: float | None = None
+    peak_gbps: float
+    peak_tflops: float | None = None
+    peak_basis: str = Field(description="which FLOP peak applies: 'fp32', 'tf32' or 'bf16'")
+    pct_peak_bandwidth: float
+    pct_peak_flops: float | None = None
+    pct_roofline: float = Field(description="the roofline's time for this work (bytes at peak bandwidth or FLOPs "
+                                "at peak, the larger) over the candidate's time, in percent")
+    bound: Literal["memory", "compute"]
+    lower_bound_ms: float = Field(description="min_bytes at peak bandwidth: no correct kernel is faster")
+    bound_checked: bool = Field(default=True, description="whether a time under the bound was checked")
+    peak_source: str = ""
+    note: str | None = None
+
+
+class Clocks(BaseModel):
+    sm_mhz: int | None = None
+    memory_mhz: int | None = None
+    source: str = Field(default="", description="'nvml (current)' or 'device properties (maximum)'")
+
+
 class Timing(BaseModel):
     candidate: TimingStats
     reference: TimingStats = Field(description="strict float32 reference, TF32 off")
     reference_tf32: TimingStats | None = Field(default=None, description="same reference, TF32 on")
+    reference_compiled: TimingStats | None = Field(default=None, description="the reference under torch.compile "
+                                                   "(compile_mode), strict float32")
     method: str
     gpu: str | None = None
+    speedup_compile: float | None = Field(default=None, description="vs the reference compiled by torch.compile")
+    compile_mode: str | None = None
+    compile_s: float | None = Field(default=None, description="seconds torch.compile took; only on the evaluation "
+                                    "that paid it (later ones reuse the compiled reference)")
+    compile_unavailable: str | None = Field(default=None, description="why there is no speedup_compile")
+    roofline: Roofline | None = None
+    roofline_unavailable: str | None = None
+    clocks: Clocks | None = Field(default=None, description="SM and memory clocks when timed")
 
 
 class PrecisionReport(BaseModel):
@@ -168,7 +246,7 @@ class Evaluation(BaseModel):
     rules: list[RuleRef] = Field(default_factory=list, description="validity rules this failure falls under")
     duration_s: float = 0.0
     device_index: int | None = Field(default=None, description="which GPU ran it (CUDA ordinal on this host)")
-    sandbox: str = Field(default="none", description="isolation the candidate ran under, e.g. 'namespaces+rlimits'")
+    sandbox: str = Field(default="none", description="isolation the candidate ran under, e.g. 'namespaces+rlimits+seccomp'")
     lineup: str | None = Field(default=None, description="how ModelNew's parameters were lined up with Model's: "
                                "'same_seed' (built under the same seed) or 'copied_by_name' (reference's copied in)")
     determinism: str | None = Field(default=None, description="the comparison policy when the reference itself is "

@@ -5,9 +5,13 @@ data directory; WAL lets them read while one writes, `BEGIN IMMEDIATE` serialize
 deadlocks, and the busy timeout makes a writer wait instead of failing. Every write is one short
 transaction, so a process killed mid-write leaves the previous consistent state.
 
-Schema changes are numbered migrations, applied in order and recorded in `schema_version`.
-Parts own their tables (tasks/judge: tasks, evaluations; memory: failures, rules, rule_history;
-search: searches, nodes, steps; server: jobs) but share this connection logic.
+Schema changes are numbered migrations, applied in version order and recorded in `schema_version`.
+The store's own tables (migration 1: tasks, evaluations, failures, rules, rule_history, jobs) are
+always applied; every other migration is handed to the store explicitly by whoever opens it (the app
+passes the whole list; a part opened on its own passes its own, see `Store.migrate`). Nothing is
+registered as a side effect of an import, and a version given twice (once by two parts, or later
+with other statements) is an error, never silently skipped. A migration may rely only on migration 1
+and on its own part's earlier ones: a database may receive them in any order.
 """
 
 from __future__ import annotations
@@ -17,16 +21,30 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 BUSY_TIMEOUT_MS = 30_000
 
-# (version, statements). Append only: never edit a migration that has shipped.
-MIGRATIONS: list[tuple[int, str]] = [
-    (
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered schema change. Append only: never edit a migration that has shipped."""
+
+    version: int
+    sql: str
+    owner: str  # the part whose tables it changes, named in errors
+
+
+class MigrationConflict(RuntimeError):
+    """Two different schema changes claim one version number: a wiring bug, refused before anything runs."""
+
+
+CORE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
         1,
         """
         CREATE TABLE tasks (
@@ -108,18 +126,9 @@ MIGRATIONS: list[tuple[int, str]] = [
             updated_at REAL NOT NULL
         );
         """,
+        "store",
     ),
-]
-
-# Migrations 2.. are appended by the parts that need them (search: 2, memory: 3, ...).
-_EXTRA_MIGRATIONS: list[tuple[int, str]] = []
-
-
-def register_migration(version: int, sql: str) -> None:
-    """Let a part add its tables without editing this file's list (kept sorted by version)."""
-    if any(v == version for v, _ in MIGRATIONS + _EXTRA_MIGRATIONS):
-        return
-    _EXTRA_MIGRATIONS.append((version, sql))
+)
 
 
 def new_id(prefix: str) -> str:
@@ -131,13 +140,17 @@ def dumps(value: Any) -> str:
 
 
 class Store:
-    """Lazy per-thread connections to one database file; `write()` is a `BEGIN IMMEDIATE` block."""
+    """Lazy per-thread connections to one database file; `write()` is a `BEGIN IMMEDIATE` block and
+    `snapshot()` a read transaction (several reads that see one state)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, migrations: Iterable[Migration] = ()) -> None:
+        """Open (creating if needed) the database and apply migration 1 plus `migrations`."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self.migrate()
+        self._known: dict[int, Migration] = {}
+        self._known_lock = threading.Lock()
+        self.migrate((*CORE_MIGRATIONS, *migrations))
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -155,6 +168,9 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One short write transaction; rolled back whole on any exception."""
         conn = self._connect()
+        if conn.in_transaction:
+            raise RuntimeError("a write cannot start inside another transaction of this thread (a snapshot "
+                               "or a write): finish that one first")
         self._begin_immediate(conn)
         try:
             yield conn
@@ -163,6 +179,23 @@ class Store:
             raise
         else:
             conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that see one consistent state (a deferred read transaction; WAL lets writers go on).
+
+        Re-entrant: inside a snapshot or a write of this thread, the same transaction is used.
+        """
+        conn = self._connect()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # (an error inside may already have ended it)
+                conn.execute("COMMIT")
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:
@@ -187,18 +220,42 @@ class Store:
         row = self.read_one("SELECT MAX(version) AS v FROM schema_version")
         return int(row["v"] or 0) if row else 0
 
-    def migrate(self) -> None:
-        """Apply every registered migration not yet applied (idempotent; parts call it after registering)."""
+    def migrate(self, migrations: Iterable[Migration]) -> None:
+        """Add `migrations` to the ones this store knows, then apply, in version order, every known one the
+        database lacks (idempotent: a part opened on a store passes its own list here, a no-op when the app
+        already did). A version given twice in one call, or again later with other statements, raises
+        MigrationConflict before anything is applied."""
+        self._learn(migrations)
         conn = self._connect()
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at REAL)")
+        if set(self._known) <= self.applied_versions():
+            return  # nothing to do: no write transaction (every part checks at startup)
         with self.write() as tx:
             done = {r[0] for r in tx.execute("SELECT version FROM schema_version")}
-            for version, sql in sorted(MIGRATIONS + _EXTRA_MIGRATIONS):
+            for version in sorted(self._known):
                 if version in done:
                     continue
-                for statement in _split_sql(sql):
+                for statement in _split_sql(self._known[version].sql):
                     tx.execute(statement)
                 tx.execute("INSERT INTO schema_version VALUES (?, ?)", (version, time.time()))
+
+    def _learn(self, migrations: Iterable[Migration]) -> None:
+        batch: dict[int, Migration] = {}
+        for m in migrations:
+            if m.version in batch:
+                raise MigrationConflict(f"migration {m.version} is given twice ({batch[m.version].owner} and "
+                                        f"{m.owner}): every schema change needs a version of its own")
+            batch[m.version] = m
+        with self._known_lock:
+            for version, m in batch.items():
+                known = self._known.get(version)
+                if known is not None and known.sql != m.sql:
+                    raise MigrationConflict(f"migration {version} of {m.owner} differs from the migration "
+                                            f"{version} of {known.owner} this store already has")
+            self._known.update(batch)
+
+    def applied_versions(self) -> set[int]:
+        return {int(r[0]) for r in self.read("SELECT version FROM schema_version")}
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

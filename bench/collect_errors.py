@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from adaexplore_mcp.memory.seed import SeedRule, read_seed_rules  # noqa: E402
 from adaexplore_mcp.memory.signature import error_line, offending_line, signature  # noqa: E402
-from adaexplore_mcp.memory.triggers import clip_traceback, run_cases  # noqa: E402
+from devtools.triggers import clip_traceback, run_cases  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "errors" / "errors.json"
 FIXTURE_TEXT_CHARS = (3000, 4000)  # head (root cause), tail (final error) kept per text

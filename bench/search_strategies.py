@@ -1,9 +1,9 @@
 """The three strategies on the built-in tasks, same judge, same budget: best speedup per task per strategy.
 
-The proposer is the scripted one (adaexplore_mcp/search/proposer.py: template kernels, tunable edits for
-small steps, template switches for large steps), so this measures the search machinery on real
-evaluations, not an LLM. Run it on the GPU machine; on a CPU it runs under the Triton interpreter
-(verdicts only, every correct kernel counts as 1x).
+The proposer is the scripted one (adaexplore_mcp/search/proposer.py, driven by devtools/scripted_search.py:
+template kernels, tunable edits for small steps, template switches for large steps), so this measures the
+search machinery on real evaluations, not an LLM. Run it on the GPU machine; on a CPU it runs under the
+Triton interpreter (verdicts only, every correct kernel counts as 1x).
 
     python bench/search_strategies.py [--tasks 6] [--budget 20] [--seed 0] [--parallel 2] [--out r.json]
 """
@@ -19,23 +19,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from adaexplore_mcp.app import App
-from adaexplore_mcp.config import Settings
-from adaexplore_mcp.search import STRATEGIES, SearchService
-from adaexplore_mcp.search.proposer import ScriptedRunSummary, run_scripted_search
-from adaexplore_mcp.tasks.library import builtin_task_names
-from adaexplore_mcp.tasks.solutions import solution_task_names
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as `python3 bench/search_strategies.py`: devtools/ is at the repo root
+    sys.path.insert(0, str(ROOT))
+
+from adaexplore_mcp.app import App  # noqa: E402
+from adaexplore_mcp.config import Settings  # noqa: E402
+from adaexplore_mcp.search import STRATEGIES  # noqa: E402
+from adaexplore_mcp.tasks.library import builtin_task_names  # noqa: E402
+from adaexplore_mcp.tasks.solutions import solution_task_names  # noqa: E402
+from devtools.scripted_search import ScriptedRunSummary, run_scripted_search  # noqa: E402
 
 CAP = 10.0  # AdaExplore's reporting: speedups capped at 10x, a task with no correct kernel counts 0
-
-
-def make_service(app: App) -> SearchService:
-    def evaluate(task_id: str, source: str, progress=None):
-        return app.evaluate_kernel(task_id, source, progress=progress)
-
-    timing = app.judge.backend == "cuda"
-    return SearchService(app.store, evaluate, app.tasks.info, timing_available=timing,
-                         max_source_bytes=app.settings.max_source_bytes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     app = App(settings)
     started = time.perf_counter()
     try:
-        svc = make_service(app)
+        svc = app.search  # the server's own search service: the same judge, store and evaluation path
         jobs = [(name, strategy) for name in names for strategy in strategies]
 
         def one(job: tuple[str, str]) -> ScriptedRunSummary:

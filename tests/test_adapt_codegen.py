@@ -15,7 +15,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from adaexplore_mcp.tasks.synthesis import synthesize  # noqa: E402
-from bench.adapt.codegen import draft_kernels, parse_task, segments  # noqa: E402
+from bench.adapt.codegen import draft_kernels  # noqa: E402
+from bench.adapt.layouts import segments  # noqa: E402
+from bench.adapt.parse import parse_task  # noqa: E402
 
 
 @pytest.fixture(scope="module")

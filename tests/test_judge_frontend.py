@@ -28,7 +28,7 @@ from adaexplore_mcp.judge import frontend
 from adaexplore_mcp.judge.classify import STAGE_RUN, CandidateFile, classify, describe
 from adaexplore_mcp.memory.seed import read_seed_rules
 from adaexplore_mcp.memory.signature import signature
-from adaexplore_mcp.memory.triggers import clip_traceback
+from devtools.triggers import clip_traceback
 
 TRITON = ".".join(version("triton").split(".")[:2])
 # triton.language itself was imported under the interpreter (its own @jit functions are interpreted).
@@ -382,7 +382,7 @@ NOT_FRONT_END = {
                               "(and on the CPU the trigger launches nothing)",
 }
 
-# What a GPU compile raises where the rule file's SIGNATURES (recorded by memory/triggers.py's "frontend" mode,
+# What a GPU compile raises where the rule file's SIGNATURES (recorded by devtools/triggers.py's "frontend" mode,
 # which skips the cache key) do not have it yet. Seen natively on an H200, triton 3.6.0, 2026-12-02: the
 # cache key's DependenciesFinder rejects a plain Python function called in a kernel before code generation.
 GPU_TEXTS = {

@@ -105,3 +105,49 @@ def test_work_left_on_a_side_stream_is_counted_and_flagged(judge: Judge) -> None
     assert any("missed about" in w for w in ev.warnings), (ev.warnings, ev.timing)
     honest = judge.evaluate(task(**BIG), GOOD)
     assert not any("missed about" in w for w in honest.warnings), honest.warnings
+
+
+# -- issue 11: torch.compile baseline, roofline, profile digest -----------------------------------------
+def test_a_timed_result_carries_the_compiled_reference_and_the_roofline(judge: Judge) -> None:
+    evs = [judge.evaluate(task(**BIG), GOOD) for _ in range(3)]
+    for ev in evs:
+        assert ev.verdict == Verdict.passed, ev
+        assert ev.timing.compile_mode == "default"
+        assert ev.timing.speedup_compile is not None or ev.timing.compile_unavailable, ev.timing
+    # compiled once per reference process: at most one evaluation per worker pays for it
+    assert sum(ev.timing.compile_s is not None for ev in evs) <= judge.settings.workers_per_gpu
+    compiled = [ev for ev in evs if ev.timing.speedup_compile is not None]
+    assert compiled, [ev.timing.compile_unavailable for ev in evs]
+    assert compiled[-1].timing.reference_compiled.median_ms > 0
+    roof = evs[-1].timing.roofline
+    assert roof is not None, evs[-1].timing.roofline_unavailable
+    assert roof.min_bytes == 2 * (1 << 24) * 4 and roof.flops == 0 and roof.bound == "memory"
+    assert 0 < roof.pct_peak_bandwidth < 125 and roof.bound_checked, roof
+    clocks = evs[-1].timing.clocks
+    assert clocks is None or clocks.sm_mhz is None or clocks.sm_mhz > 100
+
+
+def test_a_matmul_task_counts_its_flops_and_is_held_to_the_tf32_peak(judge: Judge) -> None:
+    ev = judge.evaluate(task(LINEAR_TASK, name="linear"), LINEAR_KERNEL)
+    assert ev.verdict == Verdict.passed, ev
+    roof = ev.timing.roofline
+    assert roof is not None and roof.flops == 2 * 2048 ** 3 and roof.peak_basis == "tf32", roof
+    assert roof.min_bytes == (3 * 2048 * 2048 + 2048) * 4 and roof.achieved_tflops > 0
+
+
+def test_profile_kernel_digests_both_sides_and_marks_the_candidates_own_kernel(judge: Judge) -> None:
+    result, table = judge.profile(task(**BIG), GOOD, runs=3)
+    assert result.available and result.error is None, result
+    cand, ref = result.candidate, result.reference
+    assert cand.calls == 3 and ref.calls == 3 and cand.kernels and ref.kernels
+    assert any(k.own and "affine_kernel" in k.name for k in cand.kernels), cand.kernels
+    assert cand.own_share and cand.own_share > 0.5 and not any(k.own for k in ref.kernels)
+    assert cand.wall_us >= cand.device_busy_us > 0
+    assert "affine_kernel" in table and "Reference" in table
+    assert len(result.model_dump_json()) < 8000
+
+
+def test_profile_kernel_reports_a_candidate_that_fails_instead_of_failing(judge: Judge) -> None:
+    broken = candidate("        raise RuntimeError('nope')")
+    result, table = judge.profile(task(**BIG), broken, runs=2)
+    assert result.error and "nope" in result.error and table == ""

@@ -153,10 +153,11 @@ def test_capabilities_is_a_cached_report_with_a_summary() -> None:
     policy = SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=8)
     report = capabilities(policy)
     assert isinstance(report, SandboxReport)
-    assert report.summary in ("namespaces+rlimits", "namespaces", "rlimits", "none")
+    assert report.summary in ("namespaces+rlimits+seccomp", "namespaces+rlimits", "namespaces", "rlimits", "none")
     assert "rlimits" in report.mechanisms, report.missing
     assert capabilities(policy) is report
     assert SandboxReport(("pid-ns", "rlimits"), ()).summary == "namespaces+rlimits"
+    assert SandboxReport(("pid-ns", "rlimits", "seccomp-unix"), ()).summary == "namespaces+rlimits+seccomp"
     assert SandboxReport(("rlimits", "pdeathsig"), ("pid-ns: EPERM",)).summary == "rlimits"
     assert SandboxReport((), ("everything: no",)).summary == "none"
 

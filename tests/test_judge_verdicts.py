@@ -82,7 +82,7 @@ def test_calling_tl_float32_as_a_function_is_a_compile_error_at_that_line(judge:
     assert ev.verdict == Verdict.compile_error, ev
     assert "tl.float32(x)" in ev.error.source_line
     assert "not callable" in ev.error.message
-    assert "candidate.py" in ev.error.excerpt and str(judge.settings.kernel_dir) not in ev.error.excerpt
+    assert "candidate.py" in ev.error.excerpt and str(judge.settings.home) not in ev.error.excerpt
 
 
 def test_an_oversized_source_is_a_compile_error_without_running_anything(judge: Judge) -> None:

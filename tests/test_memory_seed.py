@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
 import re
+import textwrap
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from adaexplore_mcp.memory import MemoryService
+from adaexplore_mcp.memory.clusters import cluster_id
+from adaexplore_mcp.memory.records import failure_record
 from adaexplore_mcp.memory.seed import read_seed_rules
 from adaexplore_mcp.memory.signature import signature
-from adaexplore_mcp.memory.triggers import run_cases
+from devtools.triggers import run_cases
+from adaexplore_mcp.models import ErrorDetail, Evaluation, Verdict
 from adaexplore_mcp.store import Store
 
 SEEDS = read_seed_rules()
 TRITON = ".".join(version("triton").split(".")[:2])
 # The judge's classifier, when present: the signature of the ErrorDetail the server really records.
 JUDGE = "adaexplore_mcp.judge.classify" if importlib.util.find_spec("adaexplore_mcp.judge.classify") else None
-# Where the judge's ErrorDetail drops the root cause (a CompilationError nested deeper than its excerpt's
-# three exceptions, e.g. recursion), the signature is the generic "CompilationError: <no message>".
+# Where the judge's excerpt drops the root cause (a CompilationError nested deeper than its three
+# exceptions, e.g. recursion), signing the excerpt gives the generic "CompilationError: <no message>";
+# the root_* fields, read from the live exception, still name it.
 JUDGE_GAPS = {"recursion"}
 
 
@@ -45,14 +51,29 @@ def test_seed_signatures_name_one_mistake_each_except_documented_shared_interpre
     assert set(shared) <= {"CompilationError: only <n>-dimensional arrays can be converted to Python scalars"}, shared
 
 
-def _observed(mode: str) -> list[tuple]:
+@functools.cache
+def _run(mode: str) -> tuple:
+    """One run of the triggers per mode for the whole module (two tests read it)."""
     label = f"triton-{TRITON}-{'interpreter' if mode == 'interpreter' else 'frontend'}"
     wanted = [s for s in SEEDS if label in s.seen]
-    if not wanted:
-        pytest.skip(f"no seed rule was recorded on {label}")
     by_path = {str(s.path): s for s in wanted}
-    obs = run_cases([(str(s.path), t) for s in wanted for t in s.triggers], mode, describe=JUDGE)
-    return [(by_path[o.path], o) for o in obs]
+    obs = run_cases([(str(s.path), t) for s in wanted for t in s.triggers], mode, describe=JUDGE) if wanted else []
+    return tuple((by_path[o.path], o) for o in obs)
+
+
+def _observed(mode: str) -> list[tuple]:
+    results = list(_run(mode))
+    if not results:
+        pytest.skip(f"no seed rule was recorded on triton-{TRITON}-{mode}")
+    return results
+
+
+def _recorded(detail: ErrorDetail) -> str:
+    """The signature the memory records for a failed evaluation with this detail."""
+    rec = failure_record(Evaluation(task_id="t", verdict=Verdict.compile_error, backend="cpu-interpreter",
+                                    error=detail), triton_version="x")
+    assert rec is not None
+    return rec.signature
 
 
 @pytest.mark.parametrize("mode", ["interpreter", "frontend"])
@@ -71,10 +92,58 @@ def test_every_seed_rule_seen_on_this_triton_re_triggers_its_error_with_its_sign
             judged = signature(d["exception"], d["message"], d["excerpt"])
             assert judged == sig or (rule.key in JUDGE_GAPS and judged == "CompilationError: <no message>"), \
                 (rule.key, o.entry, d)
+            assert d["root_exception"] and _recorded(ErrorDetail(**d)) == sig, (rule.key, o.entry, d)
         reproduced.add(rule.key)
     label = f"triton-{TRITON}-{'interpreter' if mode == 'interpreter' else 'frontend'}"
     expected = {s.key for s in SEEDS if label in s.seen}
     assert expected <= reproduced, expected - reproduced
+
+
+def _reformatted(d: ErrorDetail) -> dict[str, ErrorDetail]:
+    """The same error told differently: what a cosmetic change to the judge's message or excerpt does."""
+    wrapped = "\n".join(textwrap.wrap(d.excerpt, 37))
+    return {
+        "prefixed": d.model_copy(update={"message": "error: " + d.message,
+                                         "excerpt": "Traceback (most recent call last):\n" + d.excerpt}),
+        "indented": d.model_copy(update={"excerpt": textwrap.indent(d.excerpt, "    | ")}),
+        "rewrapped": d.model_copy(update={"excerpt": wrapped, "message": d.message.replace(" ", "\n")}),
+        "head_only": d.model_copy(update={"excerpt": d.excerpt[:60], "message": d.message[:12] + "..."}),
+        "tail_only": d.model_copy(update={"excerpt": d.excerpt[-60:], "message": ""}),
+        "empty": d.model_copy(update={"excerpt": "", "message": "", "exception": "Error"}),
+        "swapped": d.model_copy(update={"excerpt": d.message, "message": d.excerpt}),
+    }
+
+
+@pytest.mark.skipif(JUDGE is None, reason="needs the judge's classifier")
+def test_reformatting_the_judges_message_and_excerpt_leaves_every_seed_rules_matching_intact():
+    checked, legacy_broken = set(), 0
+    for mode in ("interpreter", "frontend"):
+        for rule, o in _run(mode):
+            if not o.raised or (rule.key == "launch-without-grid" and mode == "interpreter"):
+                continue
+            base = ErrorDetail(**o.detail)
+            sig = _recorded(base)
+            assert sig in rule.signatures, (rule.key, o.entry, sig)
+            for how, variant in _reformatted(base).items():
+                got = _recorded(variant)
+                assert got == sig and cluster_id(got) == cluster_id(sig), (rule.key, o.entry, how, got)
+                legacy = variant.model_copy(update={"root_exception": None, "root_message": None})
+                legacy_broken += _recorded(legacy) != sig
+            checked.add(rule.key)
+    if not checked:
+        pytest.skip(f"no seed rule was recorded on triton-{TRITON}")
+    expected = {s.key for s in SEEDS if {f"triton-{TRITON}-interpreter", f"triton-{TRITON}-frontend"} & set(s.seen)}
+    assert checked == expected, expected ^ checked
+    assert legacy_broken  # the variants do move a signature read from the text: the fields are what hold
+
+
+def test_a_reworded_detail_still_finds_its_seed_rule_through_the_service(tmp_path):
+    svc = MemoryService(Store(tmp_path / "db.sqlite3"))
+    detail = ErrorDetail(exception="CompilationError", message="(reworded for people)", excerpt="...",
+                         root_exception="TypeError", root_message="'dtype' object is not callable",
+                         root_in_kernel=True)
+    refs = svc.record_failure(Evaluation(task_id="t", verdict=Verdict.compile_error, backend="cuda", error=detail))
+    assert [r.rule_id for r in refs] == ["seed-dtype-call"]
 
 
 def test_gpu_only_rules_are_marked_and_left_to_the_collect_script():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore_mcp.memory.signature import core_error, error_line, normalize_message, offending_line, signature
+from adaexplore_mcp.memory.signature import (core_from_root, core_from_text, error_line, error_line_of,
+                                              normalize_message, offending_line, signature, signature_of)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "errors" / "errors.json"
 ERRORS = json.loads(FIXTURE.read_text())["errors"]
@@ -75,7 +76,7 @@ def test_a_compilation_error_and_the_interpreter_agree_on_a_wrapped_error():
 def test_a_compilation_error_whose_reason_is_its_cause_is_unwrapped_through_the_chain():
     e = next(x for x in ERRORS if x["rule"] == "zeros-not-pow2" and x["origin"].startswith("compiled"))
     assert e["text"].rstrip().endswith("^")  # the final exception only shows the source excerpt
-    assert core_error(e["exception"], e["message"], e["text"]).message == "Shape element 0 must be a power of 2"
+    assert core_from_text(e["exception"], e["message"], e["text"]).message == "Shape element 0 must be a power of 2"
 
 
 def test_a_tail_only_excerpt_falls_back_to_the_given_message():
@@ -145,3 +146,26 @@ def test_an_illegal_address_and_the_next_call_in_the_poisoned_context_share_one_
     texts = [e for e in ERRORS if e["group"] == "unmasked-out-of-bounds"]
     assert len(texts) == 2 and {_sig(e) for e in texts} == {
         "AcceleratorError: CUDA error: an illegal memory access was encountered"}
+
+
+def test_the_judges_root_fields_sign_like_the_text_they_came_from_without_parsing_anything():
+    compiled = ("triton.compiler.errors.CompilationError: at 4:8:\ndef k(x_ptr):\n    y = tl.float32(x)\n"
+                "        ^\nTypeError(\"'dtype' object is not callable\")")
+    root = core_from_root("TypeError", "'dtype' object is not callable\n(a second line)", in_kernel=True)
+    assert signature_of(root) == signature("CompilationError", "", compiled)
+    assert error_line_of(root) == error_line("CompilationError", "", compiled) == "TypeError: 'dtype' object is not callable"
+    # a message shaped like a traceback is still just a message: no chain is read out of it
+    assert signature_of(core_from_root("ValueError", "RuntimeError: x\nThe above exception was ...", False)) \
+        == "ValueError: RuntimeError: x"
+    host = core_from_root("TypeError", "add_kernel() missing 1 required positional argument: 'n'", in_kernel=False)
+    assert signature_of(host) == "TypeError: <fn>() missing <n> required positional argument: <name>"
+
+
+def test_a_wrapper_that_carried_only_text_names_no_inner_type_on_either_path():
+    text = ("triton.compiler.errors.UnsupportedLanguageConstruct: at 3:8:\n    for i in range(4):\n        break\n"
+            "        ^\nunsupported AST node type: Break")
+    root = core_from_root("UnsupportedLanguageConstruct", "unsupported AST node type: Break", in_kernel=True)
+    assert root == core_from_text("UnsupportedLanguageConstruct", "", text)
+    assert signature_of(root) == "CompilationError: unsupported AST node type: Break"
+    assert error_line_of(root) == "CompilationError: unsupported AST node type: Break"
+    assert signature_of(core_from_root("CompilationError", "", in_kernel=True)) == "CompilationError: <no message>"

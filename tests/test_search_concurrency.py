@@ -8,16 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import adaexplore_mcp.search  # noqa: F401
 from adaexplore_mcp.errors import UserError
-from adaexplore_mcp.models import TaskInfo
 from adaexplore_mcp.search import SearchService
-from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.search.fake_judge import FakeEvaluator, FakeJudge, fake_verdict
 from adaexplore_mcp.store import Store
 
 
-def lookup(task_id: str) -> TaskInfo:
-    return TaskInfo(task_id=task_id, name=task_id)
+def service(path, judge: FakeJudge | None = None) -> SearchService:
+    store = Store(path)
+    return SearchService(store, FakeEvaluator(store, judge))
 
 
 def kernel(k: int) -> str:
@@ -34,12 +33,12 @@ def drive(svc: SearchService, search_id: str, steps: int) -> None:
 @pytest.mark.parametrize("shared_service", [True, False], ids=["one-service", "service-per-thread"])
 def test_searches_on_several_tasks_run_concurrently(tmp_path, shared_service):
     path = tmp_path / "db.sqlite3"
-    svc = SearchService(Store(path), FakeJudge(), lookup)
+    svc = service(path)
     ids = [svc.start_search(f"task{i}", 25, seed=i, strategy=s)
            for i, s in enumerate(["adaexplore", "iterative_refinement", "parallel_sampling", "adaexplore"] * 2)]
 
     def worker(sid: str) -> None:
-        own = svc if shared_service else SearchService(Store(path), FakeJudge(), lookup)
+        own = svc if shared_service else service(path)
         drive(own, sid, 25)
 
     with ThreadPoolExecutor(len(ids)) as pool:
@@ -52,15 +51,15 @@ def test_searches_on_several_tasks_run_concurrently(tmp_path, shared_service):
 
 def test_two_concurrent_expands_of_one_step_exactly_one_wins(tmp_path):
     entered = threading.Event()
-    fake = FakeJudge()
 
-    def slow(task_id, source, progress=None):
+    def slow(source):
         entered.set()
         time.sleep(0.3)
-        return fake(task_id, source, progress)
+        return fake_verdict(source)
 
+    fake = FakeJudge(slow)
     path = tmp_path / "db.sqlite3"
-    svcs = [SearchService(Store(path), slow, lookup) for _ in range(2)]
+    svcs = [service(path, fake) for _ in range(2)]
     sid = svcs[0].start_search("t1", 5)
     step = svcs[0].next_step(sid).step_id
     outcomes: list[object] = []
@@ -89,7 +88,7 @@ def test_two_concurrent_expands_of_one_step_exactly_one_wins(tmp_path):
 def test_racing_expands_released_at_the_same_instant_add_one_node(tmp_path):
     path = tmp_path / "db.sqlite3"
     judge = FakeJudge()
-    svc = SearchService(Store(path), judge, lookup)
+    svc = service(path, judge)
     sid = svc.start_search("t1", 50)
     for round_ in range(10):
         step = svc.next_step(sid).step_id
@@ -97,7 +96,7 @@ def test_racing_expands_released_at_the_same_instant_add_one_node(tmp_path):
         results: list[bool] = []
 
         def expand():
-            own = SearchService(Store(path), judge, lookup)
+            own = service(path, judge)
             barrier.wait()
             try:
                 own.expand_node(sid, step, kernel_source=kernel(round_))

@@ -6,12 +6,16 @@ from dataclasses import dataclass
 
 import pytest
 
-import adaexplore_mcp.search  # noqa: F401
-from adaexplore_mcp.models import TaskInfo
 from adaexplore_mcp.search import STRATEGIES, SearchService
-from adaexplore_mcp.search.fake_judge import FakeJudge
-from adaexplore_mcp.search.proposer import run_scripted_search, set_tunables, tunables
+from adaexplore_mcp.search.fake_judge import FakeEvaluator, FakeJudge
+from adaexplore_mcp.search.proposer import set_tunables, tunables
 from adaexplore_mcp.store import Store
+from devtools.scripted_search import run_scripted_search
+
+
+def fake_service(store: Store, judge: FakeJudge, timing_available: bool = False) -> SearchService:
+    """Every task id is a task named by its id (FakeEvaluator's default)."""
+    return SearchService(store, FakeEvaluator(store, judge, timing_available=timing_available))
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,7 @@ def fake_speed(source: str) -> tuple[str, float | None]:
 
 @pytest.fixture
 def svc(tmp_path) -> SearchService:
-    return SearchService(Store(tmp_path / "db.sqlite3"), FakeJudge(fake_speed),
-                         lambda task_id: TaskInfo(task_id=task_id, name=task_id), timing_available=True)
+    return fake_service(Store(tmp_path / "db.sqlite3"), FakeJudge(fake_speed), timing_available=True)
 
 
 def test_tunable_lines_are_parsed_and_rewritten():
@@ -99,8 +102,7 @@ def test_small_steps_are_one_line_edits_and_failed_parents_are_repaired(svc):
 
 def test_the_same_seed_replays_the_same_scripted_search(tmp_path):
     def once(name: str):
-        svc = SearchService(Store(tmp_path / name), FakeJudge(fake_speed),
-                            lambda task_id: TaskInfo(task_id=task_id, name=task_id), timing_available=True)
+        svc = fake_service(Store(tmp_path / name), FakeJudge(fake_speed), timing_available=True)
         s = run_scripted_search(svc, "t1", "t1", 30, seed=7, templates=templates)
         return [(n.parent_id, n.kind, n.speedup, n.note) for n in svc.get_search(s.search_id).nodes]
 
@@ -111,8 +113,7 @@ def test_the_shipped_solution_templates_drive_a_search_for_every_builtin_task(tm
     pytest.importorskip("adaexplore_mcp.tasks.solutions")
     from adaexplore_mcp.tasks.solutions import solution_task_names, solutions
 
-    svc = SearchService(Store(tmp_path / "db.sqlite3"), FakeJudge(),
-                        lambda task_id: TaskInfo(task_id=task_id, name=task_id))
+    svc = fake_service(Store(tmp_path / "db.sqlite3"), FakeJudge())
     for name in solution_task_names():
         assert solutions(name)
         summary = run_scripted_search(svc, name, name, 12, seed=0, strategy="adaexplore")

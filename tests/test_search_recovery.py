@@ -20,7 +20,6 @@ import anyio
 import pytest
 from mcp import Client
 
-import adaexplore_mcp.search  # noqa: F401  (registers the search tables)
 from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.errors import UserError
@@ -29,10 +28,9 @@ from adaexplore_mcp.models import TaskInfo
 from adaexplore_mcp.search import SearchService
 from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
-from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.search.fake_judge import FakeEvaluator, FakeJudge
 from adaexplore_mcp.server import build_server
 from adaexplore_mcp.store import Store
-from tests.test_server_errors import StubJudge
 
 KERNEL = "import triton\nclass ModelNew:\n    pass\n# fake: verdict=passed speedup=1.5\n"
 HOUR = 3600.0
@@ -43,7 +41,8 @@ def lookup(task_id: str) -> TaskInfo:
 
 
 def service(path: Path, **kw: Any) -> SearchService:
-    return SearchService(Store(path), FakeJudge(), lookup, **kw)
+    store = Store(path)
+    return SearchService(store, FakeEvaluator(store, tasks=lookup), **kw)
 
 
 def live_child() -> subprocess.Popen:
@@ -75,7 +74,8 @@ def claim_as(svc: SearchService, step_id: str, owner: O.ProcessIdentity, token: 
 
 
 def status_of(svc: SearchService, step_id: str) -> str:
-    return R.step_row(svc.store._connect(), step_id)["status"]
+    with svc.store.snapshot() as conn:
+        return R.load_step(conn, step_id).status
 
 
 @pytest.fixture
@@ -223,7 +223,7 @@ def test_a_claim_without_an_owner_times_out(tmp_path: Path) -> None:
 
 
 def test_the_claims_table_is_a_registered_migration(tmp_path: Path) -> None:
-    store = Store(tmp_path / "db.sqlite3")
+    store = Store(tmp_path / "db.sqlite3", R.MIGRATIONS)
     versions = {r["version"] for r in store.read("SELECT version FROM schema_version")}
     assert {R.MIGRATION_VERSION, R.CLAIMS_MIGRATION_VERSION} <= versions
     columns = {r["name"] for r in store.read("PRAGMA table_info(step_claims)")}
@@ -266,7 +266,7 @@ def test_a_step_being_expanded_by_a_lost_job_can_be_expanded_again(svc: SearchSe
 
 
 def test_submit_expand_after_a_server_stop_through_the_tools(tmp_path: Path) -> None:
-    app = App(Settings(home=tmp_path / "home", device="cpu"), judge=StubJudge())
+    app = App(Settings(home=tmp_path / "home", device="cpu"), judge=FakeJudge())
 
     async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
         result = await client.call_tool(tool, args)

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import adaexplore_mcp.search  # noqa: F401  (registers the search tables)
 from adaexplore_mcp.errors import NotFound, UserError
 from adaexplore_mcp.models import RuleRef, TaskInfo
 from adaexplore_mcp.search import SearchService
-from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.search.fake_judge import FakeEvaluator, FakeJudge, fake_verdict
 from adaexplore_mcp.store import Store
 
 TASKS = {"t1", "t2", "t3"}
@@ -36,8 +35,9 @@ def kernel(verdict: str = "passed", speedup: float | None = 1.5, tag: str = "", 
         """)
 
 
-def service(path: Path, judge=None, timing: bool = True, **kw) -> SearchService:
-    return SearchService(Store(path), judge or FakeJudge(), lookup, lambda task_id: RULES, timing, **kw)
+def service(path: Path, judge: FakeJudge | None = None, timing: bool = True, **kw) -> SearchService:
+    store = Store(path)
+    return SearchService(store, FakeEvaluator(store, judge, tasks=lookup, rules=RULES, timing_available=timing), **kw)
 
 
 @pytest.fixture
@@ -219,15 +219,14 @@ def test_best_kernel_is_a_clear_error_when_nothing_is_correct(svc):
 
 def test_an_evaluation_that_raises_releases_the_step(tmp_path):
     calls = {"n": 0}
-    fake = FakeJudge()
 
-    def flaky(task_id, source, progress=None):
+    def flaky(source):
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("worker pool exploded")
-        return fake(task_id, source, progress)
+        return fake_verdict(source)
 
-    svc = service(tmp_path / "db.sqlite3", judge=flaky)
+    svc = service(tmp_path / "db.sqlite3", judge=FakeJudge(flaky))
     sid = svc.start_search("t1", 3)
     b = svc.next_step(sid)
     with pytest.raises(RuntimeError, match="exploded"):
@@ -362,15 +361,10 @@ def test_without_timing_correct_nodes_score_as_speedup_one_and_the_brief_says_so
     assert json.loads(tree.model_dump_json())["nodes"][1]["speedup"] is None
 
 
-def test_a_store_opened_before_the_search_tables_were_registered_gets_them(tmp_path, monkeypatch):
-    from adaexplore_mcp import store as store_module
-
-    monkeypatch.setattr(store_module, "_EXTRA_MIGRATIONS",
-                        [m for m in store_module._EXTRA_MIGRATIONS if m[0] != 2])
-    bare = Store(tmp_path / "db.sqlite3")
+def test_a_store_opened_before_the_search_tables_were_registered_gets_them(tmp_path):
+    bare = Store(tmp_path / "db.sqlite3")  # opened without the search's migrations
     assert bare.read_one("SELECT 1 FROM sqlite_master WHERE name = 'searches'") is None
-    monkeypatch.undo()
-    svc = SearchService(bare, FakeJudge(), lookup)
+    svc = SearchService(bare, FakeEvaluator(bare, tasks=lookup))
     sid = svc.start_search("t1", 2)
     assert svc.next_step(sid).kind == "large"
 
@@ -399,3 +393,50 @@ def test_a_summary_reads_one_search_without_opening_a_step(svc: SearchService) -
     assert svc.summary(search_id).pending_step_id is None  # still none: reading opened nothing
     with pytest.raises(NotFound):
         svc.summary("srch_nope")
+
+
+# -- the node-evaluation link (migration 5) ------------------------------------------------------
+
+def test_a_node_links_to_its_stored_evaluation_instead_of_copying_it(svc):
+    sid = svc.start_search("t1", 2, strategy="iterative_refinement")
+    res = svc.expand_node(sid, svc.next_step(sid).step_id, kernel_source=kernel("compile_error"))
+    payload = svc.store.read_one("SELECT evaluation, eval_id FROM node_payloads WHERE search_id = ? AND node_id = 1",
+                                 (sid,))
+    assert payload["evaluation"] == "" and payload["eval_id"] == res.evaluation.eval_id
+    stored = svc.store.read_one("SELECT result FROM evaluations WHERE eval_id = ?", (res.evaluation.eval_id,))
+    assert json.loads(stored["result"]) == json.loads(res.evaluation.model_dump_json())
+    assert svc.next_step(sid).parent_evaluation.error == "FakeError: fake compile_error"
+
+
+def test_nodes_made_before_the_link_still_show_their_own_copy(tmp_path):
+    """A database written by a server before migration 5: payloads hold the evaluation, no eval_id."""
+    from adaexplore_mcp.models import ErrorDetail, Evaluation
+    from adaexplore_mcp.search import repository as R
+
+    path = tmp_path / "db.sqlite3"
+    old = Store(path, [m for m in R.MIGRATIONS if m.version < R.EVALUATION_LINK_MIGRATION_VERSION])
+    failed = Evaluation(task_id="t1", verdict="compile_error", backend="cpu-interpreter",
+                        error=ErrorDetail(exception="CompilationError", message="kept in the node's own copy"))
+    passed = Evaluation(task_id="t1", verdict="passed", backend="cpu-interpreter", speedup=2.0, trials=5)
+    with old.write() as tx:
+        R.insert_search(tx, "srch_old", "t1", "iterative_refinement", 5, 0, '{}')
+        for node_id, parent, ev in ((1, 0, failed), (2, 1, passed)):
+            tx.execute("INSERT INTO nodes (search_id, node_id, parent_id, kind, depth, verdict, speedup, reward,"
+                       " visits, total_reward, max_reward, step_id, created_at, note) VALUES"
+                       " ('srch_old', ?, ?, ?, ?, ?, ?, 0.4, 1, 0.4, 0.4, NULL, 0, '')",
+                       (node_id, parent, "large" if parent == 0 else "small", node_id, ev.verdict.value,
+                        ev.speedup))
+            tx.execute("INSERT INTO node_payloads (search_id, node_id, evaluation, kernel_source) VALUES"
+                       " ('srch_old', ?, ?, ?)", (node_id, ev.model_dump_json(), kernel(ev.verdict.value)))
+        tx.execute("UPDATE searches SET steps_used = 2, version = 2, best_node_id = 2, best_speedup = 2.0")
+    old.close()
+
+    svc = service(path)  # applies migration 5 to the old database
+    best = svc.best_kernel("srch_old")
+    assert best.node_id == 2 and best.evaluation == passed
+    brief = svc.next_step("srch_old")
+    assert brief.parent_node_id == 2 and brief.parent_evaluation.verdict == "passed"
+    assert [m.evaluation.verdict for m in brief.working_memory] == ["compile_error", "passed"]
+    assert brief.working_memory[0].evaluation.error == "CompilationError: kept in the node's own copy"
+    res = svc.expand_node("srch_old", brief.step_id, kernel_source=kernel("passed", 3.0))
+    assert res.is_new_best and svc.best_kernel("srch_old").evaluation == res.evaluation

@@ -19,7 +19,6 @@ from mcp.types import INVALID_PARAMS
 from adaexplore_mcp import errors as E
 from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
-from adaexplore_mcp.models import TaskProbe
 from adaexplore_mcp.search import service as search_service
 from adaexplore_mcp.search.fake_judge import FakeJudge
 from adaexplore_mcp.server import build_server
@@ -29,27 +28,10 @@ OPAQUE = re.compile(r"^Error executing tool \w+$")
 LOCATION = re.compile(r"internal error in adaexplore_mcp/[\w/]+\.py:[^ ]+ \(line \d+\): ")
 
 
-class StubJudge:
-    """A judge that runs nothing (verdicts from `# fake:` comments): the MCP surface without workers."""
-
-    backend = "cpu-interpreter"
-
-    def __init__(self) -> None:
-        self.fake = FakeJudge()
-
-    def evaluate(self, task, kernel_source, timeout_s=None, progress=None):
-        return self.fake(task.task_id, kernel_source, progress)
-
-    def probe_task(self, task, timeout_s=None):
-        return TaskProbe(ok=True)
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=StubJudge())
+    # FakeJudge: verdicts from `# fake:` comments, no workers (the MCP surface on its own)
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=FakeJudge())
     yield app
     app.close()
 

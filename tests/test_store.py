@@ -64,3 +64,45 @@ def test_module_files_written_by_many_threads_at_once_are_complete(tmp_path: Pat
         paths = list(pool.map(lambda _: write_module_file(tmp_path, "cand", source)[1], range(32)))
     assert len(set(paths)) == 1 and paths[0].read_text() == source
     assert [p.name for p in tmp_path.iterdir()] == [paths[0].name]  # no temporary file left behind
+
+
+# -- explicit migrations ----------------------------------------------------------------------------
+
+def test_the_app_hands_every_part_s_migrations_to_the_store_once_each(tmp_path: Path) -> None:
+    from adaexplore_mcp.app import MIGRATIONS
+
+    versions = [m.version for m in MIGRATIONS]
+    assert len(versions) == len(set(versions)) and 1 not in versions  # 1 is the store's own
+    store = Store(tmp_path / "db.sqlite3", MIGRATIONS)
+    assert store.applied_versions() == {1, *versions}
+    store.migrate(MIGRATIONS)  # a part handing its own again changes nothing
+    assert Store(tmp_path / "db.sqlite3", MIGRATIONS).applied_versions() == {1, *versions}
+
+
+def test_a_version_given_twice_fails_loudly_and_applies_nothing(tmp_path: Path) -> None:
+    from adaexplore_mcp.store import Migration, MigrationConflict
+
+    a = Migration(7, "CREATE TABLE a (x INTEGER)", "part-a")
+    b = Migration(7, "CREATE TABLE b (x INTEGER)", "part-b")
+    with pytest.raises(MigrationConflict, match="migration 7 is given twice \\(part-a and part-b\\)"):
+        Store(tmp_path / "db.sqlite3", [a, b])
+    store = Store(tmp_path / "db.sqlite3", [a])
+    with pytest.raises(MigrationConflict, match="migration 7 of part-b differs"):
+        store.migrate([b])
+    assert store.read_one("SELECT 1 FROM sqlite_master WHERE name = 'b'") is None
+    assert store.applied_versions() == {1, 7}
+
+
+def test_a_snapshot_reads_one_state_and_refuses_a_write_inside_it(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite3")
+    other = Store(tmp_path / "db.sqlite3")
+    insert = "INSERT INTO jobs (job_id, kind, status, created_at, updated_at) VALUES (?, 'x', 'done', 0, 0)"
+    with store.snapshot() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
+        with other.write() as tx:  # another connection (another process) writes meanwhile
+            tx.execute(insert, ("j1",))
+        assert store.read_one("SELECT COUNT(*) AS n FROM jobs")["n"] == 0  # still the snapshot's state
+        with pytest.raises(RuntimeError, match="cannot start inside another transaction"):
+            with store.write():
+                pass
+    assert store.read_one("SELECT COUNT(*) AS n FROM jobs")["n"] == 1

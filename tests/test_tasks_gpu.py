@@ -110,7 +110,9 @@ def test_solution_full_shape(case):
 
 def synth_main(count: int, seed: int, out_path: str | None) -> int:
     """Full-shape GPU probe of synthesized tasks: reference time, memory, degeneracy at full size."""
-    from adaexplore_mcp.tasks.synthesis import load_source, nondegeneracy_problem, synthesize
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: devtools/ is at the repo root
+    from adaexplore_mcp.tasks.synthesis import synthesize
+    from devtools.task_checks import load_source, nondegeneracy_problem
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -10,7 +10,7 @@ import torch
 
 from adaexplore_mcp.tasks.format import check_small_shapes, check_static, import_file, integer_constants
 from adaexplore_mcp.tasks.library import BUILTIN_DIR, builtin_task, builtin_tasks
-from adaexplore_mcp.tasks.synthesis import nondegeneracy_problem, probe_shapes
+from devtools.task_checks import nondegeneracy_problem, probe_shapes
 
 TASKS = builtin_tasks()
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-PASSED = "passed"
+from adaexplore_mcp.ranking import PASSED, best_of, running_best
 
 
 def _as_str(value: object) -> object:
@@ -81,22 +81,16 @@ class TreeSnapshot(BaseModel):
         return out
 
     def best(self) -> SnapshotNode | None:
-        """The given best node, else the correct node with the highest speedup (untimed counts as 0)."""
-        by_id = {n.node_id: n for n in self.nodes}
+        """The given best node, else the best step by the search's own rule (adaexplore_mcp.ranking)."""
         if self.best_node_id is not None:
-            return by_id[self.best_node_id]
-        correct = [n for n in self.steps() if n.correct]
-        return max(correct, key=lambda n: (n.speedup or 0.0, -n.step_index), default=None)
+            return next(n for n in self.nodes if n.node_id == self.best_node_id)
+        return best_of(self.steps())
 
     def best_curve(self) -> list[tuple[int, float | None]]:
-        """(step, best speedup of a correct node made at or before it); None until one is timed."""
-        curve: list[tuple[int, float | None]] = []
-        best: float | None = None
-        for n in self.steps():
-            if n.correct and n.speedup is not None:
-                best = n.speedup if best is None else max(best, n.speedup)
-            curve.append((n.step_index, best))
-        return curve
+        """(step, speedup of the best node made at or before it); None while that node is untimed or absent
+        (a timed pass always outranks an untimed one, so this is the running best of the timed passes)."""
+        return [(n.step_index, best.speedup if best is not None else None)
+                for n, best in zip(self.steps(), running_best(self.steps()))]
 
     def verdict_counts(self) -> dict[str, int]:
         return dict(Counter(n.verdict or "none" for n in self.steps()).most_common())

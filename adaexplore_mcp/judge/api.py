@@ -1,9 +1,11 @@
 """The Judge: the public face of evaluation. Runs nothing of the candidate (or the task) in this process.
 
 `evaluate` takes a free worker (fairly among clients; thread-safe), hands it the sources, and turns
-what came back (a result, silence, or a dead process) into an Evaluation. The worker is a referee
-that enforces the evaluation's deadline itself; this process only guards against the referee
-itself hanging. Checks that need no execution (size, syntax, a ModelNew at top level) are answered
+what came back (a result, silence, or a dead process) into a finished Evaluation: everything but its id
+and the rules its failure falls under, which the app's evaluator adds when it stores it (the degenerate
+task's flag and warning are set here, in `task_evaluation`, and nowhere else). The worker is a referee
+that enforces the evaluation's deadline itself; this process only guards against the referee itself
+hanging. Checks that need no execution (size, syntax, a ModelNew at top level) are answered
 here directly.
 """
 
@@ -111,13 +113,7 @@ class Judge:
                 "shapes": dict(task.small_shapes) if small else {}}, small
 
     def _base(self, task: TaskSpec, small: bool, verdict: Verdict, **fields: Any) -> Evaluation:
-        ev = Evaluation(task_id=task.task_id, verdict=verdict, backend=self._backend,
-                        shapes="small" if small else "full", degenerate_task=task.degenerate, **fields)
-        if self._backend != "cuda":
-            ev.timing_unavailable = NO_TIMING
-        if task.degenerate:
-            ev.warnings.append(DEGENERATE)
-        return ev
+        return task_evaluation(task, self._backend, verdict, small=small, **fields)
 
     def evaluate(self, task: TaskSpec, kernel_source: str, timeout_s: float | None = None,
                  progress: Progress | None = None, client: str | None = None) -> Evaluation:
@@ -214,6 +210,58 @@ class Judge:
             raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
         call.result.pop("poisoned", None)
         return TaskProbe(**call.result)
+
+    # -- profiling (profile_kernel) ------------------------------------------------------------------
+
+    def profile(self, task: TaskSpec, kernel_source: str, runs: int = 5, timeout_s: float | None = None,
+                progress: Progress | None = None, client: str | None = None) -> tuple[Any, str]:
+        """A candidate and the task's reference, a few calls each under torch.profiler in a worker: a
+        `profile_digest.ProfileResult` and the full table as Markdown ('' when there is none). Without a
+        GPU the result says profiling needs one; a candidate that fails to import or run is its `error`."""
+        from .profile_digest import NO_GPU, ProfileResult, ncu_status
+
+        report = _safe_progress(progress)
+        if self._backend != "cuda":
+            return ProfileResult(task_id=task.task_id, available=False, unavailable=NO_GPU), ""
+        problem = _static_problem(kernel_source, self.settings.max_source_bytes)
+        if problem is not None:
+            return ProfileResult(task_id=task.task_id, error=f"{problem.exception}: {problem.message}"), ""
+        task_req, _ = self._task_request(task)
+        timeout = self._timeout(timeout_s)
+        request = {"op": "profile", "task": task_req, "cand_module": f"cand_{source_hash(kernel_source)}",
+                   "cand_source": kernel_source, "runs": runs, "timeout_s": timeout}
+        with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (_, worker):
+            report(0.05, "profiling")
+            call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
+            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
+                worker.discard = True
+        if call.kind != "ok":
+            what = f"did not finish within {timeout:.0f}s" if call.kind == "timeout" else "crashed"
+            return ProfileResult(task_id=task.task_id, error=f"the worker profiling the candidate {what} (a kernel "
+                                 "that never ends, or a fatal CUDA error?); evaluate_kernel says more"), ""
+        if "internal_error" in call.result:
+            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
+        result = dict(call.result)
+        table = str(result.pop("table", "") or "")
+        fields = {k: result[k] for k in ("candidate", "reference", "runs", "gpu", "error") if k in result}
+        report(1.0, "profiled")
+        return ProfileResult(task_id=task.task_id, ncu=ncu_status(), **fields), table
+
+
+def task_evaluation(task: TaskSpec, backend: Backend, verdict: Verdict, *, small: bool = False,
+                    **fields: Any) -> Evaluation:
+    """A result for `task`, with what every result of it says whatever the candidate did.
+
+    The one place that marks a result of a degenerate task (the flag and one warning) and an untimed
+    backend: the app adds only the result's id and rules, and a fake judge builds its results here too.
+    """
+    ev = Evaluation(task_id=task.task_id, verdict=verdict, backend=backend, shapes="small" if small else "full",
+                    degenerate_task=task.degenerate, **fields)
+    if backend != "cuda":
+        ev.timing_unavailable = NO_TIMING
+    if task.degenerate:
+        ev.warnings.append(DEGENERATE)
+    return ev
 
 
 def _safe_progress(progress: Progress | None) -> Progress:

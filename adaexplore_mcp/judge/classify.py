@@ -7,10 +7,15 @@ Nothing else in the judge inspects exception types or error strings. It knows th
   `InterpreterError` at launch: on a GPU those would almost all be compile errors, so they are, except
   a failed device-side assertion, which is a run-time failure on a GPU too;
 - CUDA run-time errors, some of which poison the CUDA context (the worker must then be thrown away).
+
+It is also the one place that finds the root of an error (`root_cause`): below Triton's wrappers
+(`TRITON_WRAPPERS`), read from the live exception objects rather than from their printed text, which
+differs between Triton versions and is trimmed for people. The skill memory signs failures from it.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 import traceback
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from ..errors import safe_str
-from ..models import ErrorDetail, Verdict
+from ..models import TRITON_WRAPPERS, ErrorDetail, Verdict
 
 # Exception class names (any in the MRO of any exception in the chain) that mean "did not build".
 COMPILE_ERROR_TYPES = frozenset(
@@ -53,6 +58,10 @@ POISON_TEXT = (
 )
 MAX_MESSAGE = 400
 MAX_EXCERPT = 1500
+# The root's first line is kept whole up to here: a signature keeps the first 160 characters of the line
+# *after* long paths and names are folded, so cutting it at MAX_MESSAGE could change a signature.
+MAX_ROOT_MESSAGE = 1000
+MAX_ROOT_DEPTH = 10_000  # a recursive @triton.jit call nests one CompilationError per level, hundreds deep
 CANDIDATE_NAME = "candidate.py"
 
 # Stages of an evaluation, in order; errors while loading or building the candidate are compile errors.
@@ -66,6 +75,15 @@ class Classified:
     verdict: Verdict
     error: ErrorDetail
     poisoned: bool = False  # the CUDA context is unusable; the worker must exit after reporting
+
+
+@dataclass(frozen=True)
+class Root:
+    """The error that names the mistake: what `ErrorDetail.root_*` records."""
+
+    exception: str   # its type name; a wrapper's own name when the wrapper carried only text
+    message: str     # its first meaningful line
+    in_kernel: bool  # found below a Triton wrapper: raised while compiling or interpreting kernel code
 
 
 @dataclass(frozen=True)
@@ -136,6 +154,70 @@ def _message(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, _key_line(safe_str(exc)) or type(exc).__name__
 
 
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def _own_text(wrapper: BaseException) -> str:
+    """What a wrapper says itself: a CompilationError's `error_message` (its str() starts with the kernel
+    source excerpt), an InterpreterError's `error_message` (repr of the kernel's exception), else str()."""
+    try:
+        own = getattr(wrapper, "error_message")
+    except AttributeError:
+        return safe_str(wrapper).strip()
+    except Exception:  # noqa: BLE001 - a hostile class that only borrowed a wrapper's name
+        return ""
+    return safe_str(own).strip() if own is not None else ""
+
+
+# `TypeError("...")`: how a wrapper quotes the exception it wrapped (`repr(e)`, one string argument).
+_QUOTED_EXC = re.compile(r"""^([A-Z]\w*)\(('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\)$""", re.S)
+
+
+def _unrepr(literal: str) -> str:
+    """The string a Python string literal spells (the quoted part of `TypeError('...')`)."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return literal[1:-1]
+    return value if isinstance(value, str) else literal[1:-1]
+
+
+def _says(exc: BaseException) -> tuple[str, ...]:
+    """The ways a wrapper quotes the exception it wraps (`repr(e)` or `str(e)`, depending on where)."""
+    try:
+        spelled = repr(exc)
+    except Exception:  # noqa: BLE001 - a hostile __repr__
+        spelled = ""
+    return spelled.strip(), safe_str(exc).strip()
+
+
+def root_cause(exc: BaseException) -> Root:
+    """Descend through Triton's wrappers to the error they carry, once, on live objects.
+
+    Only wrappers are descended: any other exception is the error the candidate's code (or torch) chose to
+    raise, and its own causes are context. A wrapper leads to its __cause__/__context__ when it says
+    nothing itself or only quotes that exception (`InterpreterError(repr(e)) from e`,
+    `CompilationError(src, node, repr(e)) from None`); a wrapper with text of its own
+    (`UnsupportedLanguageConstruct`, `static_assert`) is the root itself.
+    """
+    cur, in_kernel, seen = exc, False, set()
+    while type(cur).__name__ in TRITON_WRAPPERS and id(cur) not in seen and len(seen) < MAX_ROOT_DEPTH:
+        seen.add(id(cur))
+        in_kernel = True
+        own = _own_text(cur)
+        inner = cur.__cause__ or cur.__context__
+        if inner is not None and (not own or own in _says(inner)):
+            cur = inner
+            continue
+        name, text = type(cur).__name__, own
+        # A pickled wrapper (CompilationError.__reduce__) keeps repr(e) but not e itself.
+        while inner is None and name in TRITON_WRAPPERS and (quoted := _QUOTED_EXC.match(text)):
+            name, text = quoted.group(1), _unrepr(quoted.group(2))
+        return Root(name, _first_line(text), True)
+    return Root(type(cur).__name__, _first_line(safe_str(cur)), in_kernel)
+
+
 def _candidate_frames(exc: BaseException, cand: CandidateFile | None) -> list[traceback.FrameSummary]:
     if cand is None:
         return []
@@ -184,14 +266,20 @@ def describe(exc: BaseException, cand: CandidateFile | None) -> ErrorDetail:
         lineno = _compilation_lineno(exc, cand)
     if lineno is None and frames:
         lineno = frames[-1].lineno
+    root = root_cause(exc)
+    root_message = root.message
     if cand is not None:
         message = message.replace(cand.path, CANDIDATE_NAME)
+        root_message = root_message.replace(cand.path, CANDIDATE_NAME)
     return ErrorDetail(
         exception=etype,
         message=_trim(message, MAX_MESSAGE),
         source_line=cand.line(lineno) if cand else None,
         source_lineno=lineno if cand and cand.line(lineno) is not None else None,
         excerpt=_excerpt(exc, frames, cand),
+        root_exception=root.exception,
+        root_message=_trim(root_message, MAX_ROOT_MESSAGE),
+        root_in_kernel=root.in_kernel,
     )
 
 
@@ -223,19 +311,25 @@ def classify(exc: BaseException, stage: str, cand: CandidateFile | None) -> Clas
 
 def static_error(message: str, exception: str = "CompileError", lineno: int | None = None,
                  source: str | None = None) -> ErrorDetail:
-    """An ErrorDetail for problems found without running anything (size, parse, missing ModelNew)."""
+    """An ErrorDetail for problems found without running anything (size, parse, missing ModelNew).
+
+    No exception chain: the error is `exception` itself and `message` is its root message."""
     line = None
     if source is not None and lineno is not None:
         lines = source.splitlines()
         line = lines[lineno - 1].strip() if 1 <= lineno <= len(lines) else None
-    return ErrorDetail(exception=exception, message=message, source_line=line, source_lineno=lineno if line else None)
+    return ErrorDetail(exception=exception, message=message, source_line=line, source_lineno=lineno if line else None,
+                       root_exception=exception)
 
 
 _FAULT_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<lineno>\d+) in (?P<name>\S+)')
 
 
 def from_fault_dump(text: str, cand: CandidateFile | None, headline: str, exception: str) -> ErrorDetail:
-    """Detail for a worker that died or hung, from its faulthandler dump (most recent call first)."""
+    """Detail for a worker that died or hung, from its faulthandler dump (most recent call first).
+
+    The root is the death itself (`exception`, with `message` as its text, which a caller may still reword):
+    whatever the dump's tail happens to print is context for people, not the failure's signature."""
     lineno = None
     frames = []
     for m in _FAULT_FRAME.finditer(text):
@@ -253,4 +347,5 @@ def from_fault_dump(text: str, cand: CandidateFile | None, headline: str, except
         source_line=cand.line(lineno) if cand else None,
         source_lineno=lineno if cand and cand.line(lineno) is not None else None,
         excerpt=tail.strip(),
+        root_exception=exception,
     )

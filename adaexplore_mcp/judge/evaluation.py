@@ -95,8 +95,12 @@ def _detail(raw: Any) -> dict[str, Any]:
     text = {k: printable(str(raw.get(k) or ""))[:limit]
             for k, limit in (("exception", 80), ("message", 400), ("excerpt", 1500))}
     line, lineno = raw.get("source_line"), raw.get("source_lineno")
+    root, root_message = raw.get("root_exception"), raw.get("root_message")  # classify.root_cause: memory signs it
     return {**text, "exception": text["exception"] or "Error", "source_line": printable(str(line))[:300] if line else None,
-            "source_lineno": lineno if isinstance(lineno, int) and not isinstance(lineno, bool) else None}
+            "source_lineno": lineno if isinstance(lineno, int) and not isinstance(lineno, bool) else None,
+            "root_exception": printable(root)[:80] if isinstance(root, str) else None,
+            "root_message": printable(root_message)[:1000] if isinstance(root_message, str) else None,
+            "root_in_kernel": raw.get("root_in_kernel") is True}
 
 
 def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
@@ -165,7 +169,9 @@ class Evaluation:
         out = self.out
         out.fields["determinism"] = DETERMINISTIC if self.req["task"].get("deterministic", True) else NONDETERMINISTIC
         self.progress(0.1, "compiling: importing the candidate")
-        reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"]})
+        names, kernels = self.referee.kernel_files(self.module)
+        reply, _ = self.cand_call({"op": "load", "role": "cand", "module": self.module, "source": self.req["cand_source"],
+                                   "kernel_files": names}, kernels)
         self.mark("load")
         if "verdict" in reply or "ok" not in reply:
             out.error(reply)
@@ -197,6 +203,8 @@ class Evaluation:
         if out.done:
             return
         out.fields["lineup"] = lineup
+        self.referee.keep_kernels(self.cand, self.module, self.deadline)  # compiled by now: the trials ran them
+        self.mark("kernel_cache")
         out.fields["trials"] = self.limits.trials
         self._precision_report()
         self.progress(0.75, "checking the work is done by the candidate's kernels")
@@ -241,7 +249,8 @@ class Evaluation:
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
         reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
-                                     max_reply=CAND_REPLY_SLACK + 4 * out_bytes if self.device == "cpu" else 16 << 20)
+                                     max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([i for i, _ in made])
+                                     if self.device == "cpu" else 16 << 20)
         try:
             results = reply.get("results")
             if not isinstance(results, list) or not results or not all(isinstance(r, dict) for r in results):
@@ -295,7 +304,14 @@ class Evaluation:
         except wire.WireError as exc:
             out.reject("bad_output", f"the candidate's output could not be read as plain tensors: {exc}")
             return None
-        changed = mutated_input(inputs, lent) if self.device == "cuda" else (0 if reply.get("mutated") else None)
+        if self.device == "cuda":  # the candidate wrote into the very memory the referee maps
+            changed = mutated_input(inputs, lent)
+        else:  # the runner's copies after the call, compared here (its own report could be patched)
+            try:
+                changed = mutated_input(inputs, list(wire.decode_value(reply.get("inputs_after"), bufs)))
+            except (wire.WireError, TypeError, KeyError, AttributeError):
+                out.reject("bad_output", "the candidate's process did not send back its inputs after the call")
+                return None
         if changed is not None:
             out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
             return None

@@ -16,8 +16,10 @@ import time
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from ..config import JudgeLimits
+from ..models import TaskCost
 from ..errors import safe_str
 from . import wire
 from .compare import CHUNK, as_tensors, compare, tensor_specs
@@ -134,4 +136,18 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     elements = sum(math.prod(s["shape"]) for s in inputs_spec)
     return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(reasons),
             "degenerate_reasons": reasons, "warnings": warnings, "deterministic": deterministic,
-            "input_elements": elements}
+            "input_elements": elements, **_cost(referee, ref, deadline)}
+
+
+def _cost(referee: Referee, ref: Any, deadline: float) -> dict[str, Any]:
+    """The task's minimum bytes and FLOPs at full size (the roofline of every timed result), counted by the
+    reference's runner, which keeps them for the evaluations it serves; never a reason to refuse a task."""
+    try:
+        reply, _ = referee.call_ref(ref, {"op": "cost"}, deadline, "counting the reference's bytes and FLOPs")
+    except ReferenceFailure as exc:
+        return {"cost_unavailable": str(exc)[:300]}
+    try:
+        return {"cost": TaskCost.model_validate(reply["cost"]).model_dump()}
+    except (KeyError, ValidationError):
+        pass
+    return {"cost_unavailable": str(reply.get("cost_unavailable") or "not counted")[:300]}

@@ -11,6 +11,7 @@ processes and what is cached between evaluations.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
+from . import kernel_cache, sandbox
+from .kernel_cache import KernelCache
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
 
 SPARES = 1
@@ -49,13 +51,15 @@ class Referee:
         self.home, self.log_dir = home, log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        env = runner_env({"TRITON_CACHE_DIR": str(cache_dir / "triton"), "TORCHINDUCTOR_CACHE_DIR":
-                          str(cache_dir / "inductor")})
+        env = runner_env({})  # the zygote points each runner's kernel caches into its own scratch space
+        self.kernels = KernelCache(cache_dir / "kernels")
+        self.trusted_kernels: list[tuple[str, bytes]] = []
         if device == "cpu":
             env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
         else:
             env.pop("TRITON_INTERPRET", None)
         self.policy = sandbox_policy(sandbox_mode, home, cache_dir, device)
+        self.base_hidden = tuple(d for d in (str(home), str(cache_dir)) if self.policy and d in self.policy.hidden_dirs)
         self.zygote = Zygote(env)
         self.refs: OrderedDict[tuple, Reference] = OrderedDict()
         self.spares: deque[RunnerHandle] = deque()
@@ -87,9 +91,66 @@ class Referee:
         self.sandbox = str(ready.get("sandbox", "none"))
         return runner
 
+    def settle_policy(self, timeout_s: float = 120.0) -> str | None:
+        """Check that a runner starts under the full policy; if one dies before it is ready (a host whose
+        CUDA driver needs a daemon's socket under /run, say), fall back to hiding only the data and cache
+        directories, without the seccomp filter. Returns what was given up (None when nothing): it is
+        logged, and every result's `sandbox` shows the weaker summary."""
+        if self.policy is None or not self.spares:
+            return None
+        try:
+            self.spares[0].wait_ready(timeout_s)
+            return None
+        except RunnerGone as exc:
+            if exc.kind == "timeout":
+                return None
+            tail = (exc.log.strip().splitlines() or ["no output"])[-1][:200]
+        relaxed = dataclasses.replace(self.policy, hidden_dirs=self.base_hidden, deny_unix_sockets=False)
+        if relaxed == self.policy:
+            return None
+        self.policy = relaxed
+        while self.spares:
+            self.spares.popleft().kill()
+        self._top_up()
+        note = f"the host's private dirs stay visible and Unix sockets allowed: a runner died under them ({tail})"
+        print(f"adaexplore-mcp judge: sandbox relaxed: {note}", file=sys.stderr, flush=True)
+        return note
+
     def wait_spares(self, deadline: float) -> None:
         for spare in list(self.spares):
             spare.wait_ready(max(1.0, deadline - time.monotonic()))
+
+    def build_trusted_kernels(self) -> None:
+        """Compile Triton's own helper modules (the CUDA driver utilities, built with the C compiler) here,
+        in the trusted process, once: every runner gets them with its kernels instead of compiling them in
+        its fresh private cache (seconds each) or taking them from another candidate (native code)."""
+        import triton
+
+        trusted = self.kernels.root.parent / "trusted"
+        os.environ["TRITON_CACHE_DIR"] = str(trusted)
+        try:
+            triton.runtime.driver.active.utils  # noqa: B018 - the access builds and loads the module
+        except Exception:  # noqa: BLE001 - then each runner builds its own, only slower
+            return
+        self.trusted_kernels = kernel_cache.read_tree(trusted)
+
+    def kernel_files(self, key: str | None) -> tuple[list[str], list[bytes]]:
+        """Triton's helper modules and what earlier runs of this source compiled, as a load request's
+        `kernel_files` and its buffers."""
+        files = self.trusted_kernels + (self.kernels.files(key) if key else [])
+        return [name for name, _ in files], [data for _, data in files]
+
+    def keep_kernels(self, runner: RunnerHandle, key: str, deadline: float) -> None:
+        """Keep what this runner compiled for later runs of the same source; a cache only loses speed, so
+        any failure here is ignored (the runner's own verdict is decided elsewhere)."""
+        try:
+            reply, bufs = runner.call({"op": "kernel_files"}, [], min(deadline, time.monotonic() + 5.0),
+                                      max_reply=kernel_cache.MAX_BYTES + (1 << 20))
+            names = reply.get("names")
+            if isinstance(names, list) and len(names) == len(bufs):
+                self.kernels.keep(key, list(zip(names, bufs)))
+        except (RunnerGone, OSError, ValueError, TypeError):
+            pass
 
     # -- reference runners --------------------------------------------------------------------------
     def reference(self, task: dict, deadline: float) -> Reference:
@@ -103,8 +164,9 @@ class Referee:
         runner = self._fork("ref")
         try:
             runner.wait_ready(max(1.0, deadline - time.monotonic()))
+            names, kernels = self.kernel_files(None)
             reply, bufs = runner.call({"op": "load", "role": "ref", "module": task["module"], "source": task["source"],
-                                       "shapes": task["shapes"]}, [], deadline)
+                                       "shapes": task["shapes"], "kernel_files": names}, kernels, deadline)
         except RunnerGone as exc:
             raise ReferenceFailure(_gone_text("loading the reference", exc)) from None
         if "ref_error" in reply:
@@ -196,22 +258,37 @@ def _default_budget(device: str) -> int:
     return int(0.4 * torch.cuda.get_device_properties(0).total_memory)
 
 
+# Where a host keeps what is none of a candidate's business: homes (keys, tokens, other projects), daemons'
+# sockets (/run: docker, dbus), other programs' state and scratch. Hidden behind empty read-only tmpfs; what
+# Python needs from under them comes back read-only.
+HOST_PRIVATE_DIRS = ("/home", "/root", "/run", "/var/run", "/var/tmp", "/var/lib", "/var/log", "/var/mail",
+                     "/var/spool", "/var/backups", "/var/cache", "/mnt", "/media", "/srv")
+
+
 def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandbox.SandboxPolicy | None:
     """The sandbox every runner enters; `off` only for debugging the judge itself.
 
-    The data directory is hidden, unless Python or this package is installed inside it (hiding it
-    would break the runner; said at start). Scratch space is a private tmpfs at its own path, not over
-    all of /tmp, where a virtual environment may live."""
+    Hidden: the data directory (the shared store), the kernel cache directory (the referee hands each
+    runner its own source's kernels: kernel_cache.py), the host's private places (HOST_PRIVATE_DIRS and
+    the user's home). The Python installation and this package come back read-only wherever they live;
+    the data directory stays visible only if Python itself is installed inside it (said at start).
+    Scratch space is a private tmpfs at /tmp."""
     if mode == "off":
         return None
     installed = [Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]]
-    hide = () if any(p == home.resolve() or home.resolve() in p.parents for p in installed) else (str(home),)
-    # /tmp becomes private (other users' and other judges' files there, task references included, vanish);
-    # what Python needs from it comes back read-only.
+    data = () if any(p == home.resolve() or home.resolve() in p.parents for p in installed) else (str(home),)
+    host = {os.path.realpath(d) for d in (*HOST_PRIVATE_DIRS, str(Path.home())) if os.path.isdir(d)}
+    hide = tuple(sorted({*data, str(cache_dir), *host} - {"/"}))
     needed = {str(p) for p in installed} | {p for p in sys.path if p} | {sys.base_prefix, sys.exec_prefix}
-    visible = tuple(sorted(p for p in needed if p.startswith("/tmp/") and os.path.isdir(p)))
+    covers = [*hide, "/tmp"]
+    visible = tuple(sorted(p for p in {os.path.realpath(n) for n in needed}
+                           if os.path.isdir(p) and any(_under(p, c) for c in covers)))
     return sandbox.SandboxPolicy(
-        hidden_dirs=hide, writable_dirs=(str(cache_dir),), tmp_dir="/tmp", visible_dirs=visible,
+        hidden_dirs=hide, writable_dirs=(), tmp_dir="/tmp", visible_dirs=visible,
         max_address_space=None if device == "cuda" else 16 << 30,
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
     )
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -14,6 +14,9 @@ Further rules:
 - the candidate's process is killed before the reference is timed, so no work it leaves behind
   (a thread launching kernels) can slow the reference down and inflate its speedup;
 - everything under the per-GPU lock, so two evaluations never time on one GPU at once.
+
+Two more yardsticks than the eager reference, the compiled reference and the roofline, are measured
+after it (`referee_baselines.py`) and recorded with it here.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import torch
 from . import wire
 from .compare import as_tensors, compare
 from .referee import ReferenceFailure
+from .referee_baselines import COMPILE_MODE, compile_and_time, compile_ready, compiled_median, hardware_context
+from .referee_baselines import release_quietly, roofline_of, time_compiled
 from .timing import METHOD, gpu_lock, plan_reps, summarize
 
 BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
@@ -105,6 +110,19 @@ class _Sides:
         self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
                                  "releasing the reference")
 
+    def inputs_only(self, seeds: list[int], key: str) -> list[list[Any]]:
+        """Input sets drawn by the reference (no outputs: nothing is compared), copied into the referee."""
+        reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key,
+                                                             "outputs": False}, self.ev.deadline, "drawing inputs")
+        opened: dict = {}
+        sets = wire.pack([list(wire.decode_value(s["inputs"], bufs, opened=opened)) for s in reply["sets"]])
+        torch.cuda.synchronize()
+        return sets
+
+    def time_ref(self, header: dict) -> tuple[list[float], float, list]:
+        """One timed block of the reference's runner (see `_block`)."""
+        return _block(self.ref, header, [])
+
 
 def time_candidate(ev: Any) -> None:
     out, limits, referee = ev.out, ev.limits, ev.referee
@@ -148,8 +166,16 @@ def time_candidate(ev: Any) -> None:
             del outs
             sides.release_ref("timed")
             ref_blocks[mode].append((times, wall, n))
-        sides.release_ref()
-    _record(ev, cand_blocks, ref_blocks, calls, len(seeds))
+        hardware = hardware_context(ev)  # under the lock: an unknown GPU's bandwidth is measured once, here
+        compiled: dict[str, Any] = {}
+        if compile_ready(ev, compiled):
+            compiled["blocks"] = time_compiled(ev, sides, sets, calls, compiled)
+        del sets
+        release_quietly(sides)
+    ev.mark("timing")
+    if "blocks" not in compiled and "unavailable" not in compiled:
+        compile_and_time(ev, sides, seeds, calls, compiled)
+    _record(ev, cand_blocks, ref_blocks, calls, len(seeds), compiled, hardware)
 
 
 def _warm_clocks() -> None:
@@ -230,7 +256,8 @@ def hidden_per_call(cand_blocks: list[tuple[list[float], float, int]],
     return hidden if hidden > max(HIDDEN_ABS_MS, HIDDEN_REL * ev_c) else None
 
 
-def _record(ev: Any, cand_blocks: list, ref_blocks: dict, calls: int, sets: int) -> None:
+def _record(ev: Any, cand_blocks: list, ref_blocks: dict, calls: int, sets: int, compiled: dict[str, Any],
+            hardware: dict[str, Any]) -> None:
     out, limits = ev.out, ev.limits
     cand_t, ref_t, tf32_t = (summarize(_samples(b)) for b in (cand_blocks, ref_blocks["strict"], ref_blocks["tf32"]))
     history = ev.referee.ref_history(ev.ref.key)
@@ -238,17 +265,31 @@ def _record(ev: Any, cand_blocks: list, ref_blocks: dict, calls: int, sets: int)
     ref_ms = statistics.median(h[0] for h in history)
     tf32_ms = statistics.median(h[1] for h in history)
     method = (METHOD.format(reps=cand_t.reps) + f"; {sets} distinct input set(s), blocks of {calls} calls held to "
-              f"the judge's own wall clock; speedups divide by the median of the last {len(history)} reference medians")
-    out.fields["timing"] = {"candidate": cand_t.model_dump(), "reference": ref_t.model_dump(),
-                            "reference_tf32": tf32_t.model_dump(), "method": method, "gpu": ev.referee.gpu_name}
+              f"the judge's own wall clock; speedups divide by the median of the last {len(history)} reference medians"
+              f"; the compiled reference is torch.compile(mode={COMPILE_MODE!r}) of the same Model, compiled once "
+              "per reference process, timed in blocks like the TF32 one (its events only)")
+    timing: dict[str, Any] = {"candidate": cand_t.model_dump(), "reference": ref_t.model_dump(),
+                              "reference_tf32": tf32_t.model_dump(), "method": method, "gpu": ev.referee.gpu_name,
+                              "compile_mode": COMPILE_MODE, "compile_s": compiled.get("compile_s"),
+                              "compile_unavailable": compiled.get("unavailable")}
+    out.fields["timing"] = timing
+    compiled_ms = compiled_median(ev, compiled, timing)
     cand_ms = cand_t.median_ms
     hidden = hidden_per_call(cand_blocks, ref_blocks["strict"])
     if hidden is not None:
         cand_ms = cand_t.median_ms + hidden
         out.warnings.append(f"the candidate's own CUDA events missed about {hidden:.3f} ms per call (a side stream, "
                             f"patched events, deferred work?); speedups use the judge's wall clock ({cand_ms:.3f} ms)")
+    timing["clocks"] = hardware.get("clocks")
+    impossible = roofline_of(ev, timing, hardware, cand_ms, [ref_t.median_ms, tf32_t.median_ms] +
+                           ([timing["reference_compiled"]["median_ms"]] if timing.get("reference_compiled") else []))
+    if impossible is not None:
+        out.reject("faster_than_hardware", impossible)
+        return
     out.fields["speedup"] = ref_ms / max(cand_ms, 1e-9)
     out.fields["speedup_tf32"] = tf32_ms / max(cand_ms, 1e-9)
+    if compiled_ms is not None:
+        timing["speedup_compile"] = compiled_ms / max(cand_ms, 1e-9)
     if out.fields["speedup"] > limits.implausible_speedup:
         out.warnings.append(f"speedup {out.fields['speedup']:.1f}x exceeds {limits.implausible_speedup:g}x: "
                             "flagged for review (is the work really done, every call?)")

@@ -12,9 +12,11 @@ verdict from what it can check itself (outputs it maps read-only, and its own wa
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import sys
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -24,12 +26,18 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
-from .compare import mutated_input, nbytes, tensor_specs
+from .compare import nbytes, tensor_specs
+from .kernel_cache import read_tree, write_tree
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
 RELEASE_CACHED_BYTES = 2 << 30
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)  # the referee is trusted; the bound only stops a corrupt stream
+
+
+def kernel_cache_dir() -> Path:
+    """Triton's cache: private to this runner (the zygote points TRITON_CACHE_DIR into its scratch space)."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent")
 
 
 class Stop(Exception):
@@ -47,6 +55,10 @@ class Runner:
         self.kept: dict[str, Any] = {}
         self.bench: Any = None
         self.frontend: Any = None
+        self.shapes: dict[str, int] = {}
+        self.cost: dict[str, Any] | None = None  # the task's bytes and FLOPs, counted once (roofline)
+        self.compiled: Any = None  # the reference under torch.compile, built once (speedup_compile)
+        self.compile_error: str | None = None
         if device == "cpu":  # the interpreter accepts what a GPU compiler rejects: compile for a GPU too
             from .frontend import Frontend
 
@@ -92,6 +104,9 @@ class Runner:
     def op_load(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Import the module (task reference or candidate) from the private temporary directory."""
         self.role = req["role"]
+        names = req.get("kernel_files") or []
+        if names:  # what earlier runs of this same source compiled (kernel_cache.py): before any import
+            write_tree(kernel_cache_dir(), list(zip(names, bufs)))
         path = self.tmp / f"{req['module']}.py"
         path.write_text(req["source"])
         self.file = CandidateFile(str(path), req["source"])
@@ -105,7 +120,8 @@ class Runner:
                     "exception": "MissingModelNew", "message": "the candidate does not define class ModelNew "
                     "(a drop-in for the task's Model, with the same constructor and forward signatures)"}}
             return {"ok": True}
-        apply_shapes(self.module, req.get("shapes") or {})
+        self.shapes = dict(req.get("shapes") or {})
+        apply_shapes(self.module, self.shapes)
         for name in ("Model", "get_inputs", "get_init_inputs"):
             if not hasattr(self.module, name):
                 return {"ref_error": f"the reference does not define {name}; a KernelBench task needs "
@@ -236,6 +252,9 @@ class Runner:
             return {"results": [{**results[0], "outputs": None, "unsendable": f"{type(exc).__name__}: {exc}"[:300]}]}
         for reply, enc in zip(results, encoded):
             reply["outputs"] = enc
+        if self.device == "cpu" and req.get("check_inputs"):  # no shared memory: the referee compares them itself
+            for reply, inputs in zip(results, sets):
+                reply["inputs_after"] = wire.encode_value(inputs, out)
         return {"results": results}
 
     def _forward_one(self, inputs: list[Any], suppress: bool, req: dict, index: int,
@@ -260,8 +279,6 @@ class Runner:
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
         reply["aliased"] = _aliased(result, inputs)  # outputs travel as copies: only this process can see it
-        if self.device == "cpu":  # no shared memory on the CPU path: the referee cannot see writes to inputs
-            reply["mutated"] = bool(req.get("check_inputs")) and _mutated(inputs, bufs, req["sets"], index)
         if recorder is not None:
             problem = self.frontend.check(recorder)
             if problem is not None:
@@ -283,7 +300,9 @@ class Runner:
             sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
         mode = req.get("mode", "strict")
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
-        model = self.model
+        model = self.compiled if req.get("variant") == "compiled" else self.model
+        if model is None:
+            return {"ref_error": "the reference has not been compiled in this process"}
         try:
             with torch.no_grad():
                 times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]),
@@ -297,19 +316,75 @@ class Runner:
         return {"times_ms": times, "outputs": wire.encode_value(outs, out, packs)["list"]}
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """GPU: kernel names and device time of one call under torch.profiler (evidence, reported as-is)."""
-        inputs = list(wire.decode_value(req["inputs"], bufs))
-        from torch.profiler import ProfilerActivity, profile
+        """GPU: device time by kernel name of `runs` calls under torch.profiler (evidence, reported as-is);
+        with `detail`, after one warm call, every event for the profile digest (profile_digest.collect)."""
+        from torch.profiler import ProfilerActivity, profile, record_function
 
-        with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
-            self.model(*inputs)
+        from .profile_digest import CALL_MARK, collect
+
+        if "key" in req:  # the reference profiles on an input set it drew itself
+            inputs = list(self.kept[str(req["key"])][0][0])
+        else:
+            inputs = list(wire.decode_value(req["inputs"], bufs))
+        detail, runs = bool(req.get("detail")), max(1, min(int(req.get("runs", 1)), 20))
+        model = self.model
+        if detail:  # Triton's JIT compile and autotuning are not what a profile is asked about
+            with torch.no_grad():
+                model(*inputs)
             torch.cuda.synchronize()
-        totals: dict[str, float] = {}
-        for e in prof.events():
-            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
-            if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA") and us:
-                totals[e.name] = totals.get(e.name, 0.0) + float(us)
-        return {"kernels": sorted(totals.items(), key=lambda kv: -kv[1])[:40]}
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if detail else [ProfilerActivity.CUDA]
+        launches.begin(self.module.__name__)
+        try:
+            with profile(activities=activities) as prof, torch.no_grad():
+                for _ in range(runs):
+                    with record_function(CALL_MARK) if detail else contextlib.nullcontext():
+                        model(*inputs)
+                        torch.cuda.synchronize()
+        finally:
+            launched = launches.end()
+        return {**collect(prof, detail), "launched": launched[:32]}
+
+    def op_cost(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: the task's minimum bytes and FLOPs at full size (roofline.count_cost), counted once
+        per process: on torch's meta device (no memory, no compute) where the task allows, else (full
+        shapes only) on one real input set with a model of its own (the evaluation's is not touched)."""
+        from .roofline import count_task
+
+        if self.cost is None:
+            self.cost = count_task(self.module, Path(self.file.path), self.init_inputs, self.device,  # type: ignore[union-attr]
+                                   small=bool(self.shapes))
+        return self.cost
+
+    def op_compile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: with `build`, the task's Model under torch.compile, once per process, warmed on one input
+        set. A model of its own, built under a fixed seed: speed does not depend on parameter values, and the
+        evaluation's model stays untouched. Without `build`: whether it is ready."""
+        if self.compiled is not None or self.compile_error is not None or not req.get("build"):
+            return {"ready": self.compiled is not None, "compile_error": self.compile_error}
+        import torch._inductor.config as inductor_config
+
+        started = time.perf_counter()
+        inductor_config.compile_threads = 1  # no pool of compile-worker processes inside the sandbox
+        precision.pin_strict()
+        try:
+            torch.manual_seed(0)
+            with torch.device(self.device):
+                model = self.module.Model(*self.init_inputs)
+                inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.module.get_inputs()]
+            model = model.to(self.device) if isinstance(model, torch.nn.Module) else model
+            mode = str(req.get("mode") or "default")
+            compiled = torch.compile(model, mode=None if mode == "default" else mode)
+            with torch.no_grad():
+                for _ in range(2):  # the second call catches a recompile the first one's guards trigger
+                    compiled(*inputs)
+            self._sync()
+        except BaseException as exc:  # noqa: BLE001 - task code, or inductor
+            self.compile_error = f"{type(exc).__name__}: {safe_str(exc)[:300]}"
+            if self.device == "cuda":
+                torch.cuda.empty_cache()
+            return {"ready": False, "compile_error": self.compile_error}
+        self.compiled = compiled
+        return {"ready": True, "compile_s": round(time.perf_counter() - started, 3)}
 
     def op_meta(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Full-size input/output specs on torch's meta device (no data), for a task probed at small shapes."""
@@ -325,6 +400,12 @@ class Runner:
         outs = result if isinstance(result, (list, tuple)) else [result]
         return {"inputs": tensor_specs(inputs), "outputs": tensor_specs(outs)}
 
+    def op_kernel_files(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """The compiled kernels of this run, for the referee to keep for later runs of the same source."""
+        files = read_tree(kernel_cache_dir())
+        out.extend(data for _, data in files)
+        return {"names": [name for name, _ in files]}
+
     def op_release(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         if req.get("only"):
             self.kept.pop(str(req["only"]), None)
@@ -335,11 +416,6 @@ class Runner:
             if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_CACHED_BYTES:
                 torch.cuda.empty_cache()  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
-
-
-def _mutated(inputs: list[Any], bufs: list[bytes], sent: Any, index: int) -> bool:
-    """The inputs of set `index` as lent (decoded again from the request) against what the call left."""
-    return mutated_input(list(wire.decode_value(sent["list"][index], bufs)), inputs) is not None
 
 
 def _aliased(result: Any, inputs: list[Any]) -> bool:

@@ -76,6 +76,8 @@ class SandboxPolicy:
     # A private /dev/shm too; False on a GPU: torch's CUDA IPC keeps its reference counters in files
     # there that the other side opens by name.
     private_shm: bool = True
+    deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX) fails (EACCES); see seccomp.py
+    max_processes: int | None = 1024  # RLIMIT_NPROC above the user's current count (not enforced for root)
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,10 @@ class SandboxReport:
 
     @property
     def summary(self) -> str:
-        """Shown in every evaluation result: "namespaces+rlimits", "rlimits" or "none"."""
+        """Shown in every evaluation result: "namespaces+rlimits+seccomp", "rlimits", "none"..."""
         parts = ["namespaces"] if any(m in self.mechanisms for m in _NAMESPACES) else []
-        return "+".join(parts + (["rlimits"] if "rlimits" in self.mechanisms else [])) or "none"
+        parts += [name for name, m in (("rlimits", "rlimits"), ("seccomp", "seccomp-unix")) if m in self.mechanisms]
+        return "+".join(parts) or "none"
 
 
 class _Log:
@@ -178,6 +181,10 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
         log.miss("mounts", "no mount namespace: nothing hidden, / stays writable")
     if _LINUX:
         _drop_privileges(log)
+        if policy.deny_unix_sockets:
+            from .seccomp import deny_unix_sockets
+
+            log.attempt("seccomp-unix", deny_unix_sockets)
     return SandboxReport(tuple(log.mechanisms), tuple(log.missing))
 
 
@@ -372,8 +379,10 @@ def _mount_points() -> list[str]:
 
 
 def _set_rlimits(policy: SandboxPolicy, log: _Log) -> None:
+    nproc = _user_tasks() + policy.max_processes if policy.max_processes is not None and _LINUX else None
     limits = [(resource.RLIMIT_FSIZE, policy.max_file_bytes), (resource.RLIMIT_NOFILE, policy.max_open_files),
-              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, policy.max_address_space)]
+              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, policy.max_address_space),
+              (resource.RLIMIT_NPROC, nproc)]
     ok = True
     for res, value in limits:
         try:
@@ -387,6 +396,20 @@ def _set_rlimits(policy: SandboxPolicy, log: _Log) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if ok:
         log.ok("rlimits")
+
+
+def _user_tasks() -> int:
+    """Threads of this real uid now (RLIMIT_NPROC counts a user's threads, host-wide): the limit is set
+    above it, so a fork bomb stops after max_processes more and nothing already running is refused."""
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.stat(entry.path).st_uid == uid:
+                    count += len(os.listdir(f"{entry.path}/task"))
+            except OSError:
+                continue
+    return count
 
 
 def _drop_privileges(log: _Log) -> None:

@@ -73,6 +73,8 @@ def main(conn: Connection, config: dict[str, Any]) -> None:
     if device == "cuda":
         torch.zeros(1, device="cuda").sum().item()
         referee.gpu_name = torch.cuda.get_device_name(0)
+        referee.build_trusted_kernels()
+    referee.settle_policy()
     conn.send({"type": "ready", "torch": torch.__version__, "triton": triton.__version__, "gpu": referee.gpu_name})
     try:
         _serve(conn, referee, evaluation, probe)
@@ -95,6 +97,10 @@ def _serve(conn: Connection, referee: Any, evaluation: Any, probe: Any) -> None:
         try:
             if req["op"] == "evaluate":
                 result = evaluation.evaluate(referee, req, progress)
+            elif req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
+                from .referee_profile import profile
+
+                result = profile(referee, req, progress)
             else:
                 result = probe.probe(referee, req)
         except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh

@@ -65,6 +65,10 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(tmp)
     os.environ["HOME"] = str(tmp)
+    # Compiled kernels stay in this runner's scratch space: nothing it writes is seen by another candidate
+    # (the referee hands back only what earlier runs of the same source compiled: kernel_cache.py).
+    os.environ["TRITON_CACHE_DIR"] = str(tmp / "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp / "inductor-cache")
     import faulthandler
 
     faulthandler.enable(file=sys.stderr)

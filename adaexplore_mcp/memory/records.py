@@ -6,9 +6,10 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..models import Evaluation, Verdict
+from ..models import ErrorDetail, Evaluation, Verdict
 from ..store import Store, new_id
-from .signature import core_error, error_line, normalize_message, offending_line, signature
+from .signature import (CoreError, core_from_root, core_from_text, error_line_of, normalize_message, offending_line,
+                        signature_of)
 
 # Verdicts whose errors are distilled into rules. Mismatch / rejected rows are stored (they help the
 # report) but never form rule clusters: a wrong answer has no error text to generalize from.
@@ -46,6 +47,22 @@ def _clip(text: str | None) -> str:
     return text if len(text) <= MAX_LINE else text[: MAX_LINE - 3] + "..."
 
 
+def legacy_error_core(err: ErrorDetail) -> tuple[CoreError, str]:
+    """(core, offending source line) of an ErrorDetail stored before the judge recorded root_*: both are
+    read back from the excerpt's text, the only place the memory parses one. Details with root_* never
+    come here, so the excerpt's wording is free to change."""
+    text = err.excerpt or ""
+    return core_from_text(err.exception, err.message, text), err.source_line or offending_line(text)
+
+
+def error_core(err: ErrorDetail) -> tuple[CoreError, str]:
+    """(core, offending source line) of an ErrorDetail: from its root_* fields, as the judge read them."""
+    if err.root_exception is None:
+        return legacy_error_core(err)
+    message = err.message if err.root_message is None else err.root_message
+    return core_from_root(err.root_exception, message, err.root_in_kernel), err.source_line or ""
+
+
 def failure_record(evaluation: Evaluation, kernel_source: str = "", triton_version: str | None = None) -> FailureRecord | None:
     """The record a failed evaluation leaves (None for a pass). Pure: no database."""
     verdict = Verdict(evaluation.verdict)
@@ -54,12 +71,8 @@ def failure_record(evaluation: Evaluation, kernel_source: str = "", triton_versi
     category = verdict.value
     err = evaluation.error
     if err is not None:
-        text = err.excerpt or ""
-        sig = signature(err.exception, err.message, text)
-        core = core_error(err.exception, err.message, text)
-        exc = core.exception or err.exception
-        line = error_line(err.exception, err.message, text)
-        src = err.source_line or offending_line(text)
+        core, src = error_core(err)
+        sig, exc, line = signature_of(core), core.exception or err.root_exception or err.exception, error_line_of(core)
         if not src and err.source_lineno and kernel_source:
             lines = kernel_source.splitlines()
             if 0 < err.source_lineno <= len(lines):
@@ -96,4 +109,5 @@ def insert(store: Store, rec: FailureRecord) -> int:
         return int(cur.lastrowid)
 
 
-__all__ = ["FailureRecord", "RULE_CATEGORIES", "STORED_CATEGORIES", "failure_record", "insert", "normalize_message"]
+__all__ = ["FailureRecord", "RULE_CATEGORIES", "STORED_CATEGORIES", "error_core", "failure_record", "insert",
+           "legacy_error_core", "normalize_message"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..models import Evaluation, RuleRef
 from ..store import Store
+from . import MIGRATIONS
 from . import clusters as clusters_mod
 from . import records
 from . import rules as rules_mod
@@ -17,7 +18,6 @@ from . import seed as seed_mod
 from .relevance import score, task_tokens, tokens
 from .types import ClusterList, HistoryEntry, MemoryReport, RuleInfo, SkillQuery
 
-MEMORY_MIGRATION = 3
 BRIEF_MAX_CHARS = 2000
 
 
@@ -26,8 +26,7 @@ class MemoryService:
                  actor: str = "assistant") -> None:
         self.store = store
         self.actor = actor
-        if store.read_one("SELECT 1 FROM schema_version WHERE version = ?", (MEMORY_MIGRATION,)) is None:
-            store.migrate()  # the Store was opened before this package registered its migration
+        store.migrate(MIGRATIONS)  # a no-op on the app's store; a store opened without them gets them
         if load_seeds:
             seed_mod.load_seeds(store, seed_mod.read_seed_rules(seed_dir))
 

@@ -1,19 +1,21 @@
 """Error signatures: the same mistake in different kernels and tasks -> one short, stable key.
 
-Pure functions of (exception, message, traceback text); deterministic; no triton import.
+Pure functions; deterministic; no triton import.
 
-    signature("CompilationError", ..., text) == "CompilationError: 'dtype' object is not callable"
+    signature_of(core_from_root("TypeError", "'dtype' object is not callable", in_kernel=True))
+        == "CompilationError: 'dtype' object is not callable"
 
-Steps:
-1. Split the traceback into its chain of exceptions (root cause first).
-2. Unwrap Triton's wrappers: a `CompilationError` (front end) or `InterpreterError` (CPU
-   interpreter) carries the real error as `TypeError("...")`, as plain text after the source excerpt,
-   or as its `__cause__` (earlier in the chain). Errors raised inside kernel code are labelled
-   `CompilationError` whichever path raised them, so the interpreter and the compiler agree; errors
-   raised on the host side (argument binding, launch) keep their own type.
-3. Normalize the message: drop paths, line/column numbers, hex addresses, identifiers, literal values,
-   shapes and dtypes; keep the message's fixed words, the Triton API named (`tl.load`) and Python/Triton
-   type names (`tensor`, `dtype`, `constexpr`).
+A signature is `kind: normalized message` of the error's *core*, which comes from one of two places:
+- `core_from_root`: the judge's ErrorDetail.root_* fields, read from the live exception (the main path:
+  nothing is parsed, so the wording of a detail's message or excerpt never moves a signature);
+- `core_from_text`: a traceback text (what the seed-rule triggers and the GPU host collect, and ErrorDetails
+  stored before root_* existed): the text is split into its chain of exceptions and Triton's wrappers
+  (models.TRITON_WRAPPERS) are unwrapped from their printed form.
+Either way, errors raised inside kernel code are labelled `CompilationError` whichever path raised them,
+so the interpreter and the compiler agree; errors raised on the host side (argument binding, launch) keep
+their own type. `normalize_message` then drops paths, line/column numbers, hex addresses, identifiers,
+literal values, shapes and dtypes, and keeps the message's fixed words, the Triton API named (`tl.load`)
+and Python/Triton type names (`tensor`, `dtype`, `constexpr`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Exceptions that only wrap the real error raised inside kernel code.
-WRAPPERS = frozenset({
-    "CompilationError", "InterpreterError", "UnsupportedLanguageConstruct", "CompileTimeAssertionFailure",
-    "TritonError",
-})
+from ..models import TRITON_WRAPPERS as WRAPPERS
+
 KERNEL_KIND = "CompilationError"
 MAX_MESSAGE = 160
 
@@ -91,9 +90,24 @@ class CoreError:
     """The error that matters, after unwrapping: what a record stores and a signature is built from."""
 
     kind: str            # signature prefix: 'CompilationError' for kernel-code errors, else the type
-    exception: str       # innermost exception type seen ('' when the wrapper hid it)
+    exception: str       # innermost exception type seen ('' when a wrapper carried only text)
     message: str         # its first meaningful line, raw
     in_kernel: bool      # raised while compiling / interpreting kernel code
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+
+
+def core_from_root(exception: str, message: str, in_kernel: bool) -> CoreError:
+    """The core of an error the judge already unwrapped (ErrorDetail.root_*): no text is parsed.
+
+    A root that is itself a wrapper (`UnsupportedLanguageConstruct: unsupported AST node type: Break`)
+    carried only text: it names no inner type, as `core_from_text` reads the same error from its traceback.
+    """
+    kind = KERNEL_KIND if in_kernel else (exception or "Error")
+    inner = "" if exception in WRAPPERS else exception
+    return CoreError(kind=kind, exception=inner, message=_first_line(message), in_kernel=in_kernel)
 
 
 def split_chain(text: str) -> list[tuple[str, str]]:
@@ -146,8 +160,12 @@ def _is_excerpt_line(message: str, chain: list[tuple[str, str]]) -> bool:
                for _, m in chain if m)
 
 
-def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
-    """Unwrap Triton's wrappers down to the error that names the mistake."""
+def core_from_text(exception: str, message: str = "", text: str = "") -> CoreError:
+    """Unwrap Triton's wrappers down to the error that names the mistake, from a traceback text.
+
+    For texts only: raw tracebacks (seed-rule triggers, GPU hosts) and ErrorDetails stored before the judge
+    recorded root_* (`exception`, `message`, `excerpt`). The judge's own details go through `core_from_root`.
+    """
     chain = split_chain(text) or [(exception.rsplit(".", 1)[-1], message or "")]
     if exception and chain[-1][0] != exception.rsplit(".", 1)[-1] and not text:
         chain = [(exception, message)]
@@ -176,11 +194,11 @@ def core_error(exception: str, message: str = "", text: str = "") -> CoreError:
             exc, msg = m.group(1), _unescape(m.group(3))
             continue
         break
-    first = next((ln.strip() for ln in msg.splitlines() if ln.strip()), "")
+    first = _first_line(msg)
     if not first and text and message and message.strip() != (chain[-1][1] or "").strip() \
             and not _is_excerpt_line(message, chain):
         # The text lost the root cause (a tail-only excerpt): fall back to the caller's message line.
-        inner = core_error(exception, message, "")
+        inner = core_from_text(exception, message, "")
         return CoreError(KERNEL_KIND if in_kernel else inner.kind, inner.exception, inner.message,
                          in_kernel or inner.in_kernel)
     kind = KERNEL_KIND if in_kernel else (exc or exception or "Error")
@@ -212,17 +230,25 @@ def normalize_message(message: str) -> str:
     return out[:MAX_MESSAGE]
 
 
-def signature(exception: str, message: str = "", text: str = "") -> str:
+def signature_of(core: CoreError) -> str:
     """`Kind: normalized message`, e.g. "CompilationError: arange's range must be a power of <n>"."""
-    core = core_error(exception, message, text)
     norm = normalize_message(core.message) or "<no message>"
     return f"{core.kind}: {norm}"
 
 
-def error_line(exception: str, message: str = "", text: str = "") -> str:
+def error_line_of(core: CoreError) -> str:
     """The core error as a human reads it (not normalized), e.g. "TypeError: 'dtype' object is not callable"."""
-    core = core_error(exception, message, text)
     return f"{core.exception or core.kind}: {core.message}".strip()
+
+
+def signature(exception: str, message: str = "", text: str = "") -> str:
+    """The signature of a traceback text (see `core_from_text`)."""
+    return signature_of(core_from_text(exception, message, text))
+
+
+def error_line(exception: str, message: str = "", text: str = "") -> str:
+    """The error line of a traceback text (see `core_from_text`)."""
+    return error_line_of(core_from_text(exception, message, text))
 
 
 _TL_API = re.compile(r"\btl\.(?:math\.|extra\.\w+\.)?[a-z_][\w]*")

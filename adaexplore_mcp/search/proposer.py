@@ -1,23 +1,21 @@
-"""A scripted proposer (no LLM) that plays the assistant's part through the SearchService API.
+"""A scripted proposer (no LLM) playing the assistant's part: each step brief gets expand_node's arguments.
 
 It starts from template Triton kernels for the task (`adaexplore_mcp.tasks.solutions`, or any provider
 you pass) and answers small steps by changing one launch parameter of the parent kernel, sent as an exact
 edit (`BLOCK_SIZE = 1024` -> `BLOCK_SIZE = 512`), and large steps by switching to another template
 variant with randomized tunables. A failed parent is repaired by reverting its tunables to the template
 defaults. Tunables are lines of the form `BLOCK_SIZE = 1024  # tunable: 256, 512, 1024, 2048`.
-Everything is seeded, so a run is replayable. Used by the README demo, the tests and bench/.
+Everything is seeded, so a run is replayable. Product code: `adaexplore-mcp demo` plays it through the
+MCP tools; `devtools.scripted_search` drives whole searches with it for the tests and bench/.
 """
 
 from __future__ import annotations
 
 import random
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-from pydantic import BaseModel, Field
 
 from adaexplore_mcp.search.types import StepBrief
 
@@ -132,49 +130,3 @@ def _edit(source: str, knob: Tunable, new: int) -> dict[str, str]:
 
 def _fmt(values: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in values.items())
-
-
-class ScriptedRunSummary(BaseModel):
-    search_id: str
-    task_id: str
-    task_name: str
-    strategy: str
-    budget: int
-    seed: int
-    steps: int
-    correct: int
-    verdicts: dict[str, int] = Field(default_factory=dict)
-    best_node_id: int | None
-    best_speedup: float | None
-    best_curve: list[float | None] = Field(description="best correct speedup after each step (index 0 = root)")
-    wall_s: float
-    evaluation_s: float
-
-
-def run_scripted_search(service: Any, task_id: str, task_name: str, budget: int, seed: int = 0,
-                        strategy: str = "adaexplore", templates: TemplateProvider | None = None,
-                        on_step: Callable[[StepBrief, Any], None] | None = None,
-                        **constants: float) -> ScriptedRunSummary:
-    """Run one whole search with the scripted proposer and summarize it."""
-    started = time.perf_counter()
-    proposer = ScriptedProposer((templates or default_templates)(task_name), seed=seed)
-    search_id = service.start_search(task_id, budget, seed=seed, strategy=strategy, **constants)
-    verdicts: dict[str, int] = {}
-    eval_s = 0.0
-    while True:
-        brief = service.next_step(search_id)
-        if brief.done:
-            break
-        t0 = time.perf_counter()
-        result = service.expand_node(search_id, brief.step_id, **proposer.propose(brief))
-        eval_s += time.perf_counter() - t0
-        verdicts[result.evaluation.verdict.value] = verdicts.get(result.evaluation.verdict.value, 0) + 1
-        if on_step is not None:
-            on_step(brief, result)
-    tree = service.get_search(search_id)
-    return ScriptedRunSummary(
-        search_id=search_id, task_id=task_id, task_name=task_name, strategy=strategy, budget=budget, seed=seed,
-        steps=tree.steps_used, correct=verdicts.get("passed", 0), verdicts=verdicts,
-        best_node_id=tree.best_node_id, best_speedup=tree.best_speedup, best_curve=tree.best_curve,
-        wall_s=round(time.perf_counter() - started, 3), evaluation_s=round(eval_s, 3),
-    )

@@ -4,10 +4,24 @@ searches: one row per search (strategy, budget, seed, parameters, counters, a ve
 nodes:    one row per node with its statistics N/W/M: small rows, so backpropagation along a deep path
           and loading a whole tree touch few pages
 node_payloads: the node's kernel source and full evaluation (kilobytes), read only for the nodes shown
-steps:    every step handed out: pending -> claimed (being evaluated) -> done; at most one open per search
+steps:    every step handed out: pending -> claimed (being evaluated) -> done, or pending -> expired when its
+          lease ran out; several may be open at once (migration 7), each pending one with a lease
 step_claims: who holds a claimed step (pid, process start time, host): a claim whose process is gone is
           free at once, not only after the claim timeout (migration 4, a table of its own so that it never
           depends on the order in which migrations are applied)
+
+A node's evaluation is the row of `evaluations` its payload names (`eval_id`, migration 5): stored once, by
+the evaluator. Nodes made before migration 5 have no id and keep their own copy in `node_payloads.evaluation`,
+which is still read for them (new nodes leave it empty).
+
+Migration 7 (several outstanding steps, duplicates): drops the one-open-step index, gives each step a lease
+(`steps.lease_until`, NULL for steps handed out before it: they never expire) and each payload the key of
+its normalized source (`node_payloads.source_key`, search/duplicates.py; NULL for nodes made before it,
+which are never matched as duplicates).
+
+Reads return small typed records (`SearchRecord`, `StepRecord`, `NodeRecord`), never raw rows; every
+function takes the connection of a `Store.snapshot()` or `Store.write()` block, so one call of the service
+reads one consistent state.
 """
 
 from __future__ import annotations
@@ -18,8 +32,9 @@ import time
 from collections.abc import Iterable, Sequence
 
 from adaexplore_mcp.search.owner import ProcessIdentity, current
+from adaexplore_mcp.search.records import NodeRecord, SearchRecord, StepRecord, as_record
 from adaexplore_mcp.search.tree import Tree, TreeNode
-from adaexplore_mcp.store import Store
+from adaexplore_mcp.store import Migration
 
 MIGRATION_VERSION = 2
 MIGRATION_SQL = """
@@ -96,14 +111,35 @@ CREATE TABLE IF NOT EXISTS step_claims (
 )
 """
 
+# A node's evaluation by id: the `evaluations` row the evaluator stored (NULL for nodes made before it).
+EVALUATION_LINK_MIGRATION_VERSION = 5
+EVALUATION_LINK_MIGRATION_SQL = "ALTER TABLE node_payloads ADD COLUMN eval_id TEXT"
+
+# Several open steps per search, each with a lease; the normalized-source key that finds duplicates.
+PARALLEL_MIGRATION_VERSION = 7
+PARALLEL_MIGRATION_SQL = """
+DROP INDEX IF EXISTS steps_one_open;
+ALTER TABLE steps ADD COLUMN lease_until REAL;
+ALTER TABLE node_payloads ADD COLUMN source_key TEXT;
+CREATE INDEX node_payloads_by_source_key ON node_payloads(search_id, source_key)
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(MIGRATION_VERSION, MIGRATION_SQL, "search"),
+    Migration(CLAIMS_MIGRATION_VERSION, CLAIMS_MIGRATION_SQL, "search"),
+    Migration(EVALUATION_LINK_MIGRATION_VERSION, EVALUATION_LINK_MIGRATION_SQL, "search"),
+    Migration(PARALLEL_MIGRATION_VERSION, PARALLEL_MIGRATION_SQL, "search"),
+)
+
+
+def _open(alias: str) -> str:
+    """A step still out at a time bound as one parameter: claimed, or pending within its lease (NULL: none)."""
+    return (f"({alias}.status = 'claimed' OR ({alias}.status = 'pending' AND ({alias}.lease_until IS NULL"
+            f" OR {alias}.lease_until > ?)))")
+
+
 _TREE_COLUMNS = "node_id, parent_id, kind, depth, verdict, speedup, reward, visits, total_reward, max_reward"
 
-
-def register() -> None:
-    from adaexplore_mcp.store import register_migration
-
-    register_migration(MIGRATION_VERSION, MIGRATION_SQL)
-    register_migration(CLAIMS_MIGRATION_VERSION, CLAIMS_MIGRATION_SQL)
 
 
 # -- searches --------------------------------------------------------------------------------------
@@ -122,8 +158,9 @@ def insert_search(tx: sqlite3.Connection, search_id: str, task_id: str, strategy
     )
 
 
-def search_row(conn: sqlite3.Connection, search_id: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT * FROM searches WHERE search_id = ?", (search_id,)).fetchone()
+def load_search(conn: sqlite3.Connection, search_id: str) -> SearchRecord | None:
+    row = conn.execute("SELECT * FROM searches WHERE search_id = ?", (search_id,)).fetchone()
+    return None if row is None else as_record(SearchRecord, row)
 
 
 def search_version(conn: sqlite3.Connection, search_id: str) -> int | None:
@@ -131,11 +168,14 @@ def search_version(conn: sqlite3.Connection, search_id: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def all_searches(store: Store) -> list[sqlite3.Row]:
-    return store.read(
-        "SELECT s.*, (SELECT step_id FROM steps t WHERE t.search_id = s.search_id"
-        " AND t.status IN ('pending', 'claimed')) AS open_step FROM searches s ORDER BY s.created_at"
-    )
+def all_searches(conn: sqlite3.Connection, task_id: str | None = None, now: float | None = None) -> list[SearchRecord]:
+    """Every search (of one task), each with its first open step (None when none is open at `now`)."""
+    sql = ("SELECT s.*, (SELECT step_id FROM steps t WHERE t.search_id = s.search_id AND " + _open("t")
+           + " ORDER BY t.counter LIMIT 1) AS open_step FROM searches s")
+    params: tuple = (time.time() if now is None else now,)
+    if task_id is not None:
+        sql, params = sql + " WHERE s.task_id = ?", (*params, task_id)
+    return [as_record(SearchRecord, r) for r in conn.execute(sql + " ORDER BY s.created_at", params)]
 
 
 # -- the tree --------------------------------------------------------------------------------------
@@ -158,42 +198,61 @@ def load_tree(conn: sqlite3.Connection, search_id: str) -> Tree:
     return tree
 
 
-def node_rows(conn: sqlite3.Connection, search_id: str, node_ids: Sequence[int], *, sources: bool,
-              evaluations: bool = False) -> dict[int, sqlite3.Row]:
-    if not node_ids:
-        return {}
-    cols = "n.node_id, n.parent_id, n.kind, n.verdict, n.speedup, n.reward, n.note"
+_NODE_COLUMNS = ", ".join(f"n.{c.strip()}" for c in _TREE_COLUMNS.split(",")) + ", n.note, n.created_at"
+# The stored evaluation; the node's own copy for nodes made before migration 5 (new nodes leave it empty).
+_EVALUATION = "COALESCE(e.result, NULLIF(p.evaluation, '')) AS evaluation, p.eval_id"
+_NODES_FROM = (" FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.search_id AND p.node_id = n.node_id"
+               " LEFT JOIN evaluations e ON e.eval_id = p.eval_id")
+
+
+def _node_columns(sources: bool, evaluations: bool) -> str:
+    cols = _NODE_COLUMNS
     if sources:
         cols += ", p.kernel_source"
     if evaluations:
-        cols += ", p.evaluation"
+        cols += ", " + _EVALUATION
+    return cols
+
+
+def load_nodes(conn: sqlite3.Connection, search_id: str, node_ids: Sequence[int], *, sources: bool,
+               evaluations: bool = False) -> dict[int, NodeRecord]:
+    """The given nodes by id (those that exist), with their sources and evaluations when asked for."""
+    if not node_ids:
+        return {}
     rows = conn.execute(
-        f"SELECT {cols} FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.search_id AND p.node_id = n.node_id"
+        f"SELECT {_node_columns(sources, evaluations)}{_NODES_FROM}"
         " WHERE n.search_id = ? AND n.node_id IN (SELECT value FROM json_each(?))",
         (search_id, json.dumps(list(node_ids))),
     ).fetchall()
-    return {r["node_id"]: r for r in rows}
+    return {r["node_id"]: as_record(NodeRecord, r) for r in rows}
 
 
-def all_node_rows(conn: sqlite3.Connection, search_id: str, *, sources: bool) -> list[sqlite3.Row]:
-    cols = ", ".join(f"n.{c.strip()}" for c in _TREE_COLUMNS.split(",")) + ", n.note, n.created_at"
-    if sources:
-        cols += ", p.kernel_source"
-    return conn.execute(
-        f"SELECT {cols} FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.search_id AND p.node_id = n.node_id"
-        " WHERE n.search_id = ? ORDER BY n.node_id", (search_id,)).fetchall()
+def all_nodes(conn: sqlite3.Connection, search_id: str, *, sources: bool) -> list[NodeRecord]:
+    rows = conn.execute(f"SELECT {_node_columns(sources, False)}{_NODES_FROM} WHERE n.search_id = ?"
+                        " ORDER BY n.node_id", (search_id,)).fetchall()
+    return [as_record(NodeRecord, r) for r in rows]
 
 
-def insert_node(tx: sqlite3.Connection, search_id: str, node: TreeNode, step_id: str, note: str,
-                evaluation_json: str, kernel_source: str) -> None:
+def insert_node(tx: sqlite3.Connection, search_id: str, node: TreeNode, step_id: str, note: str, eval_id: str,
+                kernel_source: str, source_key: str | None = None) -> None:
+    """The node and its payload: the kernel, the key of its normalized source, and the id of its evaluation
+    (stored once, by the evaluator; a duplicate's node names the evaluation of the node it repeats)."""
     tx.execute(
         "INSERT INTO nodes (search_id, node_id, parent_id, kind, depth, verdict, speedup, reward, visits,"
         " total_reward, max_reward, step_id, created_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?)",
         (search_id, node.node_id, node.parent_id, node.kind, node.depth, node.verdict, node.speedup, node.reward,
          step_id, time.time(), note),
     )
-    tx.execute("INSERT INTO node_payloads (search_id, node_id, evaluation, kernel_source) VALUES (?, ?, ?, ?)",
-               (search_id, node.node_id, evaluation_json, kernel_source))
+    tx.execute("INSERT INTO node_payloads (search_id, node_id, evaluation, eval_id, kernel_source, source_key)"
+               " VALUES (?, ?, '', ?, ?, ?)", (search_id, node.node_id, eval_id, kernel_source, source_key))
+
+
+def find_duplicate(conn: sqlite3.Connection, search_id: str, source_key: str) -> NodeRecord | None:
+    """The earliest node of the search whose normalized source has this key, with its evaluation."""
+    row = conn.execute(
+        f"SELECT {_node_columns(False, True)}{_NODES_FROM} WHERE p.search_id = ? AND p.source_key = ?"
+        " AND p.eval_id IS NOT NULL ORDER BY p.node_id LIMIT 1", (search_id, source_key)).fetchone()
+    return None if row is None else as_record(NodeRecord, row)
 
 
 def backpropagate(tx: sqlite3.Connection, search_id: str, node_ids: Iterable[int], r: float) -> None:
@@ -228,32 +287,53 @@ _STEP_SELECT = (
 )
 
 
-def open_step(conn: sqlite3.Connection, search_id: str) -> sqlite3.Row | None:
-    return conn.execute(
-        f"{_STEP_SELECT} WHERE s.search_id = ? AND s.status IN ('pending', 'claimed')", (search_id,)
-    ).fetchone()
+def open_steps(conn: sqlite3.Connection, search_id: str, now: float) -> list[StepRecord]:
+    """The steps out at `now` (pending within their lease, or claimed), oldest first."""
+    rows = conn.execute(f"{_STEP_SELECT} WHERE s.search_id = ? AND {_open('s')} ORDER BY s.counter",
+                        (search_id, now)).fetchall()
+    return [as_record(StepRecord, r) for r in rows]
 
 
-def step_row(conn: sqlite3.Connection, step_id: str) -> sqlite3.Row | None:
-    return conn.execute(f"{_STEP_SELECT} WHERE s.step_id = ?", (step_id,)).fetchone()
+def steps_created(conn: sqlite3.Connection, search_id: str) -> int:
+    """How many steps the search ever handed out (expired ones included): the next step's counter."""
+    return int(conn.execute("SELECT COUNT(*) FROM steps WHERE search_id = ?", (search_id,)).fetchone()[0])
+
+
+def expire_steps(tx: sqlite3.Connection, search_id: str, now: float) -> int:
+    """pending -> expired for every step whose lease ran out; how many expired."""
+    return tx.execute("UPDATE steps SET status = 'expired' WHERE search_id = ? AND status = 'pending'"
+                      " AND lease_until IS NOT NULL AND lease_until <= ?", (search_id, now)).rowcount
+
+
+def renew_leases(tx: sqlite3.Connection, step_ids: Sequence[str], until: float) -> None:
+    """A pending step handed out again keeps its lease until `until`."""
+    tx.execute("UPDATE steps SET lease_until = MAX(COALESCE(lease_until, 0), ?) WHERE status = 'pending'"
+               " AND step_id IN (SELECT value FROM json_each(?))", (until, json.dumps(list(step_ids))))
+
+
+def load_step(conn: sqlite3.Connection, step_id: str) -> StepRecord | None:
+    row = conn.execute(f"{_STEP_SELECT} WHERE s.step_id = ?", (step_id,)).fetchone()
+    return None if row is None else as_record(StepRecord, row)
 
 
 def insert_step(tx: sqlite3.Connection, step_id: str, search_id: str, counter: int, parent_id: int, kind: str,
-                pool: list[int]) -> None:
+                pool: list[int], lease_until: float | None = None) -> None:
     tx.execute(
-        "INSERT INTO steps (step_id, search_id, counter, parent_id, kind, pool, status, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-        (step_id, search_id, counter, parent_id, kind, json.dumps(pool), time.time()),
+        "INSERT INTO steps (step_id, search_id, counter, parent_id, kind, pool, status, created_at, lease_until)"
+        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        (step_id, search_id, counter, parent_id, kind, json.dumps(pool), time.time(), lease_until),
     )
 
 
 def claim_step(tx: sqlite3.Connection, step_id: str, token: str, owner: ProcessIdentity | None = None) -> bool:
-    """pending -> claimed by `owner` (this process by default); False when the step is not pending."""
+    """pending -> claimed by `owner` (this process by default); False when the step is not pending, or its
+    lease ran out."""
     owner = owner or current()
     now = time.time()
     cur = tx.execute(
-        "UPDATE steps SET status = 'claimed', claim_token = ?, claimed_at = ? WHERE step_id = ? AND status = 'pending'",
-        (token, now, step_id),
+        "UPDATE steps SET status = 'claimed', claim_token = ?, claimed_at = ? WHERE step_id = ? AND status = 'pending'"
+        " AND (lease_until IS NULL OR lease_until > ?)",
+        (token, now, step_id, now),
     )
     if cur.rowcount != 1:
         return False
@@ -265,13 +345,17 @@ def claim_step(tx: sqlite3.Connection, step_id: str, token: str, owner: ProcessI
     return True
 
 
-def release_step(tx: sqlite3.Connection, step_id: str, token: str | None = None) -> bool:
-    """Back to pending (evaluation crashed, or a claim expired). With a token, only that claim is released."""
-    sql = "UPDATE steps SET status = 'pending', claim_token = NULL, claimed_at = NULL WHERE step_id = ? AND status = 'claimed'"
-    params: tuple = (step_id,)
+def release_step(tx: sqlite3.Connection, step_id: str, token: str | None = None,
+                 lease_until: float | None = None) -> bool:
+    """Back to pending (evaluation crashed, or a claim expired). With a token, only that claim is released;
+    with `lease_until`, the step's lease is renewed to at least that time (its caller may try again)."""
+    sql = ("UPDATE steps SET status = 'pending', claim_token = NULL, claimed_at = NULL,"
+           " lease_until = CASE WHEN ? IS NULL THEN lease_until ELSE MAX(COALESCE(lease_until, 0), ?) END"
+           " WHERE step_id = ? AND status = 'claimed'")
+    params: tuple = (lease_until, lease_until, step_id)
     if token is not None:
         sql += " AND claim_token = ?"
-        params = (step_id, token)
+        params = (*params, token)
     released = tx.execute(sql, params).rowcount == 1
     if released:
         tx.execute("DELETE FROM step_claims WHERE step_id = ?", (step_id,))

@@ -11,6 +11,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
+from adaexplore_mcp.ranking import beats, best_of
+
 # Reward of one evaluation (SEARCH.md, "linear in speedup, capped").
 REWARD_COMPILE_ERROR = 0.0
 REWARD_FAILURE = 0.05  # compiles, then crashes / times out / mismatches / is rejected
@@ -63,7 +65,7 @@ class Tree:
     nodes: list[TreeNode]
     # For every anchor (root or large-step node): its best correct node within its small-step subtree.
     anchor_best: dict[int, int] = field(default_factory=dict)
-    best: int | None = None  # the best node so far (see `better`)
+    best: int | None = None  # the best node so far (adaexplore_mcp.ranking)
     version: int = 0  # the searches.version this tree reflects (the service's cache key)
 
     @classmethod
@@ -87,9 +89,9 @@ class Tree:
         self.nodes.append(node)
         if node.correct:
             best = self.anchor_best.get(node.anchor)
-            if best is None or better(node, self.nodes[best]):
+            if beats(node, None if best is None else self.nodes[best]):
                 self.anchor_best[node.anchor] = node.node_id
-            if self.best is None or better(node, self.nodes[self.best]):
+            if beats(node, None if self.best is None else self.nodes[self.best]):
                 self.best = node.node_id
 
     def path_to_root(self, node_id: int) -> list[int]:
@@ -101,16 +103,6 @@ class Tree:
             out.append(current)
             current = nodes[current].parent_id
         return out
-
-
-def effective_speedup(node: TreeNode) -> float:
-    """The speedup used for scoring: 1 when the node is correct but timing was unavailable."""
-    return node.speedup if node.speedup is not None else 1.0
-
-
-def better(a: TreeNode, b: TreeNode) -> bool:
-    """a beats b as 'best kernel': higher speedup; on a tie the earlier node stays best."""
-    return effective_speedup(a) > effective_speedup(b)
 
 
 def reward(
@@ -214,9 +206,8 @@ def backpropagate(tree: Tree, node_id: int, r: float, path: list[int] | None = N
 
 
 def best_node(tree: Tree) -> int | None:
-    """The correct node with the highest speedup over the whole tree (earliest on ties); None if none."""
-    best: TreeNode | None = None
-    for node in tree.nodes:
-        if node.correct and (best is None or better(node, best)):
-            best = node
+    """The best node of the whole tree by the one ranking rule (adaexplore_mcp.ranking); None if none passed.
+
+    Recomputed from scratch: `Tree.best` keeps the same answer up to date as nodes are added."""
+    best = best_of(tree.nodes)
     return best.node_id if best is not None else None

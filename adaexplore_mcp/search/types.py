@@ -84,6 +84,15 @@ class BestSummary(BaseModel):
     kernel_uri: str
 
 
+class MemoryEntry(KernelRef):
+    """A node of the working memory. Only the parent is shown whole (as parent_kernel); every older node is a
+    unified diff against the node after it in the chain, which is a few lines where the full source is kilobytes."""
+
+    diff: str | None = Field(default=None, description="unified diff from node `diff_base` (the next node of the "
+                             "chain) to this node; null for the parent (see parent_kernel)")
+    diff_base: int | None = None
+
+
 class StepBrief(BaseModel):
     """What the assistant needs for one step, or `done: true` when the budget is spent."""
 
@@ -95,13 +104,21 @@ class StepBrief(BaseModel):
     parent_kernel: str | None = Field(default=None, description="small steps: the kernel to edit, in full")
     parent_kernel_uri: str | None = None
     parent_evaluation: EvaluationSummary | None = None
-    working_memory: list[KernelRef] = Field(default_factory=list, description="small steps: refinement chain, oldest first")
+    working_memory: list[MemoryEntry] = Field(default_factory=list, description="small steps: refinement chain, "
+                                              "oldest first, the parent last; older nodes as diffs")
     pool: list[KernelRef] = Field(default_factory=list, description="large steps: best kernels of other branches")
-    rules: list[RuleRef] = Field(default_factory=list, description="validity rules every kernel must respect")
+    rules: list[RuleRef] = Field(default_factory=list, description="the validity rules most relevant to this step "
+                                 "(the chain's failures, the parent's constructs); every kernel must respect them")
+    rules_more: int = Field(default=0, description="how many other rules apply, all listed at rules_uri")
+    rules_uri: str = "adaexplore://rules"
     task: TaskBrief | None = None
+    reference_source: str | None = Field(default=None, description="the PyTorch reference, in the search's first "
+                                         "brief; later: get_task(task_id) or task.reference_uri")
+    evaluated_shapes: str = Field(default="", description="the shapes the judge actually runs the kernel at")
     strategy: str
     timing_available: bool
     gpu: str | None = None
+    device: str = Field(default="", description="the GPU's name, or 'CPU interpreter, no timing'")
     timing_note: str = ""
     instructions: str = ""
     budget: int
@@ -163,8 +180,8 @@ class SearchTree(SearchSummary):
     params: SearchParams
     nodes: list[NodeView]
     best_curve: list[float | None] = Field(
-        description="best correct speedup after each step (index = step_index; null before any correct node; "
-        "1.0 for correct nodes without timing)"
+        description="after each step (index = step_index), the speedup of the best node so far (a timed pass "
+        "outranks an untimed one; 1.0 while the best is untimed); null before any correct node"
     )
 
 

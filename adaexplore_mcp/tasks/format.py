@@ -4,9 +4,12 @@ KernelBench problem files must load unchanged, so a task is just its reference s
 also carry `small_shapes`: overrides for the module's top-level integer constants (KernelBench files
 read `batch_size`, `in_features`... from module globals at call time), used under the CPU interpreter.
 
-Two levels of checking live here:
-- `check_static(source)` parses without executing anything (safe in the server process);
-- `load_module(...)` executes the source and is only ever called inside a judge worker.
+Two levels live here:
+- `check_static(source)` / `check_small_shapes(...)` parse without executing anything (safe in the
+  server process);
+- `import_file(...)` executes the source; in the server it is only ever called by the judge's
+  sandboxed runner process (judge/runner.py), the one place task and candidate code runs.
+Suggesting small_shapes, statically, lives in shape_advice.py.
 """
 
 from __future__ import annotations
@@ -174,7 +177,3 @@ def apply_shapes(module: ModuleType, overrides: dict[str, int]) -> None:
     """
     for name, value in overrides.items():
         setattr(module, name, value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Suggesting small_shapes, statically: nothing here runs the task's code.

@@ -3,6 +3,10 @@
 Why here and not in the judge: the judge only runs code; deciding what a task *is* (its id, its
 origin, whether it was seen before) is bookkeeping that must survive restarts and be shared by
 every server process on the data directory.
+
+A task registered without a probe (the built-ins, which are this project's own code and need not run
+at startup) has no `probed_at` (migration 6) until its first evaluation or search probes it
+(`KernelEvaluator.task_spec`) and `update_probe` stores what the probe found.
 """
 
 from __future__ import annotations
@@ -14,8 +18,21 @@ import time
 
 from adaexplore_mcp.errors import NotFound
 from adaexplore_mcp.models import TaskInfo, TaskProbe
-from adaexplore_mcp.store import Store, dumps
+from adaexplore_mcp.store import Migration, Store, dumps
 from adaexplore_mcp.tasks.format import TaskSpec, source_hash
+
+
+# When the task's reference was last probed; NULL for the built-ins, registered without running them.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        6,
+        """
+        ALTER TABLE tasks ADD COLUMN probed_at REAL;
+        UPDATE tasks SET probed_at = created_at WHERE origin != 'builtin'
+        """,
+        "tasks",
+    ),
+)
 
 
 def slugify(name: str) -> str:
@@ -26,12 +43,13 @@ def slugify(name: str) -> str:
 class TaskRegistry:
     def __init__(self, store: Store) -> None:
         self.store = store
+        store.migrate(MIGRATIONS)  # a no-op on the app's store; a store opened without them gets them
 
     def register(
         self,
         name: str,
         source: str,
-        probe: TaskProbe,
+        probe: TaskProbe | None,
         *,
         origin: str = "user",
         small_shapes: dict[str, int] | None = None,
@@ -43,7 +61,8 @@ class TaskRegistry:
         A task is (name, source, small_shapes): the same three again return the stored task. A name
         already used with another source or other small_shapes gets a task of its own, with a distinct
         id and a warning saying so (nothing is ever silently answered with a different task).
-        An explicit `task_id` (the built-ins) is used as given.
+        An explicit `task_id` (the built-ins) is used as given. `probe` None: registered without running the
+        reference (it is probed on first use, see `update_probe`).
         """
         shapes = dict(small_shapes or {})
         digest = source_hash(source)
@@ -58,25 +77,22 @@ class TaskRegistry:
                     return self._info_in(tx, same), False
                 new_id = self._free_id(tx, name, source, shapes)
                 warnings = self._sibling_warnings(tx, name, digest, source, shapes, new_id)
-            info = TaskInfo(
+            info = _with_probe(TaskInfo(
                 task_id=new_id,
                 name=name,
                 origin=origin,  # type: ignore[arg-type]
-                degenerate=probe.degenerate,
-                deterministic=probe.deterministic,
-                warnings=warnings + probe.warnings + [f"degenerate: {r}" for r in probe.degenerate_reasons],
+                warnings=warnings,
                 has_small_shapes=bool(shapes),
                 small_shapes=shapes,
                 source_hash=digest,
-                inputs=probe.inputs,
-                outputs=probe.outputs,
                 description=description,
-            )
+            ), probe or TaskProbe(ok=True))
+            now = time.time()
             tx.execute(
                 "INSERT INTO tasks (task_id, name, origin, source, source_hash, small_shapes, description,"
-                " info, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " info, created_at, probed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (new_id, name, origin, source, digest, dumps(shapes), description,
-                 info.model_dump_json(), time.time()),
+                 info.model_dump_json(), now, now if probe is not None else None),
             )
         return info, True
 
@@ -187,17 +203,41 @@ class TaskRegistry:
             rows = self.store.read(f"SELECT {cols} FROM tasks ORDER BY origin = 'builtin' DESC, created_at")
         return [_info(r) for r in rows]
 
+    def is_probed(self, task_id: str) -> bool:
+        """Whether the task's reference was ever run (False for a built-in before its first use)."""
+        row = self.store.read_one("SELECT probed_at FROM tasks WHERE task_id = ?", (task_id,))
+        if row is None:
+            raise self._unknown(task_id)
+        return row["probed_at"] is not None
+
     def update_probe(self, task_id: str, probe: TaskProbe) -> TaskInfo:
-        """Record what a later probe learnt (e.g. a built-in's shapes, first measured lazily)."""
-        info = self.info(task_id)
-        info = info.model_copy(update={"inputs": probe.inputs, "outputs": probe.outputs})
+        """Store what the first probe of a task registered without one found (a built-in's shapes and
+        degeneracy, measured on first use). A task already probed (by another process meanwhile) keeps its
+        probe, so its warnings never repeat."""
         with self.store.write() as tx:
-            tx.execute("UPDATE tasks SET info = ? WHERE task_id = ?", (info.model_dump_json(), task_id))
-        return info
+            row = tx.execute("SELECT info, probed_at FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+            if row is None:
+                raise self._unknown(task_id)
+            if row["probed_at"] is None:
+                info = _with_probe(TaskInfo.model_validate_json(row["info"]), probe)
+                tx.execute("UPDATE tasks SET info = ?, probed_at = ? WHERE task_id = ?",
+                           (info.model_dump_json(), time.time(), task_id))
+        return self.info(task_id)
 
     def _unknown(self, task_id: str) -> NotFound:
         known = [r["task_id"] for r in self.store.read("SELECT task_id FROM tasks ORDER BY created_at LIMIT 30")]
         return NotFound(f"unknown task_id {task_id!r}; call list_tasks to see the known ones ({', '.join(known)})")
+
+
+def _with_probe(info: TaskInfo, probe: TaskProbe) -> TaskInfo:
+    """The task with what its probe found; its own warnings (a sibling of the same name) come first."""
+    return info.model_copy(update={
+        "degenerate": probe.degenerate,
+        "deterministic": probe.deterministic,
+        "warnings": info.warnings + probe.warnings + [f"degenerate: {r}" for r in probe.degenerate_reasons],
+        "inputs": probe.inputs,
+        "outputs": probe.outputs,
+    })
 
 
 def _shapes(stored: str | None) -> dict[str, int]:

@@ -8,9 +8,10 @@ of one chain, suffix of another) from the chains already kept; an op that does n
 its place (e.g. a per-feature bias after the feature dimension was reduced) is dropped on replay.
 
 Each chain is emitted as KernelBench source with top-level integer shape constants plus
-`small_shapes` for the CPU interpreter. `is_valid_locally` runs a task at small shapes on the CPU
-(in-process; the reference is plain PyTorch) and rejects errors, non-finite or input-independent
-outputs, and outputs that a constant (zeros, or the output mean) would match within tolerance.
+`small_shapes` for the CPU interpreter. Nothing here runs the generated code: `synthesize` checks the
+sources statically, and whether a task is degenerate (errors, non-finite or input-independent output,
+a constant that would pass the tolerance) is decided by the judge worker's probe when the task is
+created (`App.synthesize_tasks` drops those), so task code never runs in the server process.
 Everything is driven by one `random.Random(seed)`: the same seed gives the same tasks.
 """
 
@@ -22,9 +23,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from adaexplore_mcp.tasks.synthesis_checks import (  # noqa: F401  (re-exported)
-    is_valid_locally, load_source, nondegeneracy_problem, probe_shapes,
-)
+from adaexplore_mcp.tasks.synthesis_checks import format_problem
 from adaexplore_mcp.tasks.synthesis_emit import _emit
 
 DTYPE_TOLERANCE = {"float32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2}
@@ -301,12 +300,14 @@ def _crossover(rng: random.Random, a: Chain, b: Chain) -> Chain:
 
 def synthesize(count: int, seed: int, validate: bool = True, max_attempts: int | None = None,
                fresh_share: float = 0.5, max_low_precision_share: float = 0.15) -> list[SynthesizedTask]:
-    """`count` distinct tasks from chains that are drawn fresh, mutated or recombined; seeded.
+    """`count` distinct candidate tasks from chains that are drawn fresh, mutated or recombined; seeded.
 
     Kept tasks have distinct op sequences (per dtype); at most `max_low_precision_share` of `count`
-    use float16/bfloat16. With `validate`, only tasks that pass `is_valid_locally` are kept.
-    Attempts are bounded by `max_attempts` (default 30*count+30); fewer than `count` tasks come back
-    if that is reached.
+    use float16/bfloat16. With `validate`, only tasks whose source passes the static format checks
+    (`format_problem`) are kept. Nothing is run: some candidates may still be degenerate, which the
+    judge worker's probe decides when a task is created, so callers ask for spares (App.synthesize_tasks
+    asks for twice as many). Attempts are bounded by `max_attempts` (default 30*count+30); fewer than
+    `count` tasks come back if that is reached.
     """
     rng = random.Random(f"adaexplore-synthesis:{seed}")
     kept: list[SynthesizedTask] = []
@@ -340,10 +341,8 @@ def synthesize(count: int, seed: int, validate: bool = True, max_attempts: int |
         signature = (task.ops, task.dtype)
         if signature in seen_signatures:
             continue
-        if validate:
-            ok, _reason = is_valid_locally(task)
-            if not ok:
-                continue
+        if validate and format_problem(task) is not None:
+            continue
         seen_signatures.add(signature)
         kept.append(task)
         pool.append(chain)

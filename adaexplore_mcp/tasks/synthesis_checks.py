@@ -1,130 +1,29 @@
-"""Local validity of a synthesized task: run its reference on the CPU and reject degenerate ones.
+"""Static checks of a synthesized task: its emitted source is a well-formed KernelBench task.
 
-The server additionally probes every task in a judge worker; this in-process check is what lets
-`synthesize` discard bad chains cheaply before that.
+Nothing here runs the generated code. Whether a task is degenerate (a constant output would pass, the
+output ignores its inputs) is decided where every task's reference runs: the judge worker's probe, in
+`App.create_task`, which `App.synthesize_tasks` calls for each candidate, dropping degenerate ones.
+The server process never executes task code; these checks only guard the emitter against writing a
+source the format rejects (a bug here would otherwise surface as a probe error per task).
 """
 
 from __future__ import annotations
 
-import time
-import types
 from typing import TYPE_CHECKING
+
+from adaexplore_mcp.tasks.format import TaskFormatError, check_small_shapes, check_static
 
 if TYPE_CHECKING:
     from adaexplore_mcp.tasks.synthesis import SynthesizedTask
 
-
-# local validation
-
-
-def _torch_dtype(name: str):
-    import torch
-
-    return getattr(torch, name)
+MAX_SOURCE_BYTES = 1 << 20  # emitted sources are a few KiB; this only bounds a runaway emitter
 
 
-def load_source(source: str, name: str = "synth_task") -> types.ModuleType:
-    """Execute a reference source into a fresh module (plain PyTorch: no file needed)."""
-    module = types.ModuleType(name)
-    module.__file__ = f"<{name}>"
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module
-
-
-def nondegeneracy_problem(module: types.ModuleType, small_shapes: dict[str, int] | None,
-                          atol: float = 1e-2, rtol: float = 1e-2, seeds: tuple[int, ...] = (1, 2)) -> str | None:
-    """Run the reference (CPU) on several input seeds; return why it is degenerate, or None if fine.
-
-    Degenerate: an error, no tensor output, non-finite values, outputs that do not change with the
-    inputs, or outputs that a constant tensor (zeros, or the output's mean) would match within
-    |out - c| <= atol + rtol*|out| everywhere.
-    """
-    import torch
-
-    for k, v in (small_shapes or {}).items():
-        setattr(module, k, v)
-    torch.manual_seed(0)
+def format_problem(task: SynthesizedTask) -> str | None:
+    """Why `task` is not a well-formed KernelBench task (parse, required names, small_shapes), or None."""
     try:
-        model = module.Model(*module.get_init_inputs()).eval()
-    except Exception as exc:  # noqa: BLE001 - report any construction error
-        return f"Model(*get_init_inputs()) failed: {type(exc).__name__}: {exc}"
-    outs = []
-    for seed in seeds:
-        torch.manual_seed(seed)
-        try:
-            inputs = module.get_inputs()
-            with torch.no_grad():
-                out = model(*inputs)
-        except Exception as exc:  # noqa: BLE001
-            return f"forward failed: {type(exc).__name__}: {exc}"
-        if not isinstance(out, torch.Tensor):
-            return f"forward returned {type(out).__name__}, not a tensor"
-        if out.numel() == 0:
-            return "empty output"
-        if not out.is_floating_point():
-            return f"output dtype {out.dtype} is not floating point"
-        o = out.float()
-        if not torch.isfinite(o).all():
-            return "non-finite values in the output"
-        tol = atol + rtol * o.abs()
-        if bool(((o - 0.0).abs() <= tol).all()):
-            return "an all-zeros output would pass the tolerance"
-        if bool(((o - o.mean()).abs() <= tol).all()):
-            return "a constant output (its mean) would pass the tolerance"
-        outs.append(o)
-    for other in outs[1:]:
-        if other.shape == outs[0].shape and bool(((other - outs[0]).abs() <= atol + rtol * outs[0].abs()).all()):
-            return "the output does not change with the inputs"
-    return None
-
-
-def probe_shapes(source: str) -> dict[str, int]:
-    """Full feature sizes with a small batch (8; spatial size capped at 32 unless the source reduces
-    over H, W, then batch 4): reductions and normalizations see their real extent, so degeneracy
-    that only appears at full size shows."""
-    from adaexplore_mcp.tasks.format import integer_constants
-
-    consts = integer_constants(source)
-    spatial_reduction = "dim=(2, 3)" in source or "dim=[2, 3]" in source
-    probe: dict[str, int] = {}
-    if "batch_size" in consts:
-        probe["batch_size"] = min(consts["batch_size"], 4 if spatial_reduction else 8)
-    if not spatial_reduction:  # a reduction over H, W must see its full extent
-        for k in ("height", "width"):
-            if k in consts:
-                probe[k] = min(consts[k], 32)
-    return probe
-
-
-def is_valid_locally(task: SynthesizedTask, max_seconds: float | None = None,
-                     probe: bool = True) -> tuple[bool, str]:
-    """Run `task` on the CPU at its small shapes (and, with `probe`, at `probe_shapes`: full feature
-    sizes, small batch); (True, "ok") or (False, reason). `max_seconds` (off by default, since a
-    time-based verdict would make synthesis depend on the machine) bounds the CPU time."""
-    from adaexplore_mcp.tasks.format import TaskFormatError, check_small_shapes, check_static
-
-    try:
-        check_static(task.source, max_bytes=1 << 20)
+        check_static(task.source, max_bytes=MAX_SOURCE_BYTES)
         check_small_shapes(task.source, task.small_shapes)
     except TaskFormatError as exc:
-        return False, str(exc)
-    start = time.perf_counter()
-    runs = [("small shapes", task.small_shapes)]
-    if probe:
-        runs.append(("probe shapes", probe_shapes(task.source)))
-    for label, shapes in runs:
-        try:
-            module = load_source(task.source, task.name)
-        except Exception as exc:  # noqa: BLE001
-            return False, f"source failed to execute: {type(exc).__name__}: {exc}"
-        problem = nondegeneracy_problem(module, shapes, task.atol, task.rtol)
-        if problem:
-            return False, f"{label}: {problem}"
-    elapsed = time.perf_counter() - start
-    if max_seconds is not None and elapsed > max_seconds:
-        return False, f"the CPU check took {elapsed:.1f}s (limit {max_seconds}s)"
-    return True, "ok"
-
-
-# ---------------------------------------------------------------------------------------------
-# public entry point
+        return str(exc)
+    return None

@@ -5,7 +5,7 @@
 The CPU Adapt run judges drafts under the interpreter, which accepts some kernels the compiler rejects
 (a plain module-level constant, ...) and rejects some it accepts (libdevice returns None there).
 This script compiles every kernel each stored draft launches down to Triton IR for a fake sm_90 target
-(`adaexplore_mcp.memory.triggers`' front-end mode: nothing runs, so outputs are garbage and only the
+(`devtools.triggers`' front-end mode: nothing runs, so outputs are garbage and only the
 compile verdict counts) and prints how the two verdicts compare, with the front end's error signatures.
 Needs the run's JSON with sources (failed drafts always have them; `--keep-sources` stores all).
 """
@@ -32,7 +32,7 @@ def _setup() -> type:
         raise SystemExit("run without TRITON_INTERPRET: this checks the compiler front end")
     from triton.runtime.jit import JITFunction
 
-    from adaexplore_mcp.memory.triggers import _FrontendDone, _install_frontend_target
+    from devtools.triggers import _FrontendDone, _install_frontend_target
 
     _install_frontend_target()
     original = JITFunction.run

@@ -129,9 +129,6 @@ def test_patching_comparison_code_in_the_candidates_process_does_not_make_wrong_
     assert_not_passed(ev)
 
 
-@gap("on the CPU path the referee cannot see writes to the inputs and relies on the runner's own report "
-     "(`mutated`, `aliased`; aliasing is self-reported on a GPU too): patching runner._mutated/_aliased in the "
-     "candidate's process hides an in-place computation into the input")
 def test_patching_the_runners_self_checks_hides_an_in_place_computation(judge: Judge) -> None:
     body = ("        from adaexplore_mcp.judge import runner\n"
             "        runner._mutated = lambda *a, **k: False\n        runner._aliased = lambda *a, **k: False\n"
@@ -141,8 +138,6 @@ def test_patching_the_runners_self_checks_hides_an_in_place_computation(judge: J
     assert_not_passed(ev)
 
 
-@gap("the CPU mutation check runs in the candidate's process with its torch: a patched Tensor.__eq__ makes "
-     "a modified input look unchanged")
 def test_patching_tensor_eq_hides_a_modified_input(judge: Judge) -> None:
     body = ("        torch.Tensor.__eq__ = lambda a, b: torch.ones(a.shape, dtype=torch.bool)\n"
             "        y = affine(x)\n        x.zero_()\n        return y")
@@ -326,9 +321,6 @@ def test_two_candidates_in_a_row_cannot_see_each_others_patches(judge: Judge) ->
     assert ev.verdict == Verdict.passed, summary(ev)
 
 
-@gap("every runner can write the shared cache dir (TRITON_CACHE_DIR, bound writable): a file one candidate "
-     "leaves there is read by the next (a channel between candidates; on a GPU, a planted Triton cache entry "
-     "could replace another candidate's compiled kernel)")
 def test_two_candidates_in_a_row_cannot_pass_files_through_the_cache_dir(judge: Judge) -> None:
     writer = candidate("        d = os.environ['TRITON_CACHE_DIR']\n        os.makedirs(d, exist_ok=True)\n"
                        "        open(os.path.join(d, 'rt-note'), 'w').write('hello')\n        return affine(x)",
@@ -336,6 +328,8 @@ def test_two_candidates_in_a_row_cannot_pass_files_through_the_cache_dir(judge: 
     assert evaluate(judge, writer).verdict == Verdict.passed
     reader = candidate("        p = os.path.join(os.environ['TRITON_CACHE_DIR'], 'rt-note')\n"
                        "        if os.path.exists(p):\n            raise RuntimeError('SAW ' + open(p).read())\n"
+                       f"        for root, _, files in os.walk({str(judge.settings.cache_dir)!r}):\n"
+                       "            if 'rt-note' in files:\n                raise RuntimeError('FOUND in ' + root)\n"
                        "        return affine(x)", extra="\nimport os\n")
     ev = evaluate(judge, reader)
     canary(judge)

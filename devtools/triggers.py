@@ -1,6 +1,6 @@
 """Run broken kernels and capture the error texts they really produce (seed-rule triggers, fixtures).
 
-Two modes, each in its own subprocess (the mode must be fixed before triton is imported):
+Three modes, each in its own subprocess (the mode must be fixed before triton is imported):
 - ``interpreter``: ``TRITON_INTERPRET=1``, kernels run on the CPU exactly as the judge runs them here;
 - ``frontend``: the real compiler's front end (Python AST -> TTIR) for a fake CUDA target
   (sm_90), so compile errors a GPU would report are reproduced on a machine without one. The launch
@@ -9,7 +9,8 @@ Two modes, each in its own subprocess (the mode must be fixed before triton is i
   the GPU host).
 
 A case is a Python source file defining kernels and one or more ``trigger*(device)`` functions.
-Nothing here is imported by the server: it is a tool for tests and the benchmark script.
+Nothing here is imported by the server: it is a tool for tests and the benchmark scripts, so it lives
+in `devtools/` (not installed with the package); the seed rules' trigger names stay in memory/seed.py.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def trigger_names(source: str) -> list[str]:
 
 def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
               case_timeout_s: int = 20, describe: str | None = None) -> list[Observed]:
-    """Run ``(path, entry)`` cases in one fresh subprocess of ``mode``; one Observed per case."""
+    """Run ``(path, entry)`` cases in a fresh subprocess of ``mode`` (and in another for the cases left
+    when one dies or leaves); one Observed per case."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     env = dict(os.environ)
@@ -60,11 +62,11 @@ def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
     cases = [list(c) for c in cases]
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "adaexplore_mcp.memory.triggers"],
+            [sys.executable, "-m", "devtools.triggers"],
             input=json.dumps({"mode": mode, "cases": cases, "case_timeout_s": case_timeout_s,
                               "describe": describe}),
             capture_output=True, text=True, timeout=timeout_s, env=env,
-            cwd=str(Path(__file__).resolve().parents[2]),
+            cwd=str(Path(__file__).resolve().parents[1]),  # the repo root: `devtools` importable
         )
         stdout, stderr, rc = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
@@ -77,8 +79,8 @@ def run_cases(cases: list[tuple[str, str]], mode: str, timeout_s: float = 600.0,
     if missing and not results:
         raise RuntimeError(f"trigger worker failed to start ({mode}): {stderr[-2000:]}")
     if missing:
-        # The worker died (a crash in one case) or left after a case poisoned the CUDA context:
-        # note a crash, then run the rest in a new worker.
+        # The worker died in a case (noted as a crash) or left after a case poisoned the CUDA context
+        # (that case's result came back before it left): run the rest in a new worker.
         if "@@POISONED" in stdout:
             rest = missing
         else:

@@ -1,0 +1,63 @@
+"""A seccomp filter that refuses `socket(AF_UNIX, ...)` in a runner (EACCES), through libc (ctypes).
+
+Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket
+needs no write permission, so a candidate could talk to any daemon whose socket it can see (a container
+engine, a desktop bus, another server). The network namespace already covers IP and abstract sockets.
+`socketpair()` is a different system call and stays allowed (nothing the runner needs creates a named
+Unix socket). The filter also refuses every system call made through another ABI (32-bit x86, x32), the
+classic way around a filter that checks call numbers of one ABI only.
+
+Installed last, after PR_SET_NO_NEW_PRIVS (which a filter needs without CAP_SYS_ADMIN), while the runner
+is still single-threaded: threads and children made later inherit it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+EACCES, AF_UNIX = 13, 1
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16  # struct seccomp_data (args[0]'s low half: little-endian)
+# machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch)
+_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000), "aarch64": (0xC00000B7, 198, 0xFFFFFFFF)}
+
+
+class _Instr(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instr))]
+
+
+def program(arch: int, nr_socket: int, other_abi: int) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW is at 7, DENY at 8."""
+    return [
+        (_LD_ABS, 0, 0, _ARCH_OFFSET),
+        (_JEQ, 0, 6, arch),  # another architecture's calls: DENY
+        (_LD_ABS, 0, 0, _NR_OFFSET),
+        (_JGE, 4, 0, other_abi),  # x32 calls: DENY
+        (_JEQ, 0, 2, nr_socket),  # not socket(): ALLOW
+        (_LD_ABS, 0, 0, _ARG0_OFFSET),
+        (_JEQ, 1, 0, AF_UNIX),  # socket(AF_UNIX, ...): DENY, any other family: ALLOW
+        (_RET, 0, 0, SECCOMP_RET_ALLOW),
+        (_RET, 0, 0, SECCOMP_RET_ERRNO | EACCES),
+    ]
+
+
+def deny_unix_sockets() -> None:
+    """Install the filter in this thread (and all it starts from now on); raises OSError when it cannot."""
+    machine = platform.machine()
+    if machine not in _ARCHES:
+        raise OSError(f"no seccomp filter for {machine}")
+    code = program(*_ARCHES[machine])
+    instrs = (_Instr * len(code))(*[_Instr(*c) for c in code])
+    prog = _Prog(len(code), ctypes.cast(instrs, ctypes.POINTER(_Instr)))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_SECCOMP): {__import__('os').strerror(err)}")

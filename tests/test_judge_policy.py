@@ -1,0 +1,91 @@
+"""The runners' sandbox policy (judge/referee.py: sandbox_policy) and what the referee does when a runner
+cannot start under it: the host's private directories hidden, the kernel cache hidden, the seccomp filter
+program, and the fallback to a weaker policy that is reported, never silent."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adaexplore_mcp.judge import seccomp
+from adaexplore_mcp.judge.referee import HOST_PRIVATE_DIRS, Referee, sandbox_policy
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox needs Linux")
+
+
+def test_the_policy_hides_the_data_dir_the_cache_and_the_hosts_private_dirs(tmp_path: Path) -> None:
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    policy = sandbox_policy("auto", home, cache, "cpu")
+    assert str(home) in policy.hidden_dirs and str(cache) in policy.hidden_dirs
+    assert policy.writable_dirs == ()  # runners compile into their private tmpfs only
+    present = [d for d in HOST_PRIVATE_DIRS if Path(d).is_dir() and not Path(d).is_symlink()]
+    assert all(d in policy.hidden_dirs for d in present), (present, policy.hidden_dirs)
+    assert str(Path.home().resolve()) in policy.hidden_dirs
+    assert policy.deny_unix_sockets
+
+
+def test_python_comes_back_read_only_wherever_a_cover_would_hide_it(tmp_path: Path) -> None:
+    policy = sandbox_policy("auto", tmp_path / "home", tmp_path / "cache", "cpu")
+    covers = [*policy.hidden_dirs, "/tmp"]
+    base = str(Path(sys.base_prefix).resolve())
+    if any(base == c or base.startswith(c.rstrip("/") + "/") for c in covers):
+        assert base in policy.visible_dirs
+
+
+def test_the_seccomp_program_jumps_land_on_allow_or_deny() -> None:
+    prog = seccomp.program(0xC000003E, 41, 0x40000000)
+    allow, deny = len(prog) - 2, len(prog) - 1
+    assert prog[allow] == (0x06, 0, 0, seccomp.SECCOMP_RET_ALLOW)
+    assert prog[deny] == (0x06, 0, 0, seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES)
+    for i, (code, jt, jf, _) in enumerate(prog):
+        if code in (0x15, 0x35):
+            assert {i + 1 + jt, i + 1 + jf} <= set(range(i + 1, len(prog)))
+    # socket(AF_UNIX) -> deny; socket(AF_INET) and other calls -> allow; another ABI -> deny
+    def run(arch: int, nr: int, arg0: int) -> int:
+        data, acc, pc = {0: nr, 4: arch, 16: arg0}, 0, 0
+        while True:
+            code, jt, jf, k = prog[pc]
+            if code == 0x20:
+                acc, pc = data[k], pc + 1
+            elif code == 0x06:
+                return k
+            else:
+                hit = acc == k if code == 0x15 else acc >= k
+                pc = pc + 1 + (jt if hit else jf)
+    assert run(0xC000003E, 41, 1) == deny_value()
+    assert run(0xC000003E, 41, 2) == seccomp.SECCOMP_RET_ALLOW
+    assert run(0xC000003E, 0, 1) == seccomp.SECCOMP_RET_ALLOW
+    assert run(0xC000003E, 0x40000000 | 41, 1) == deny_value()
+    assert run(0x40000003, 102, 1) == deny_value()  # i386 socketcall
+
+
+def deny_value() -> int:
+    return seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES
+
+
+def test_a_runner_that_cannot_start_under_the_policy_relaxes_it_and_says_so(tmp_path: Path) -> None:
+    referee = Referee("cpu", tmp_path / "home", tmp_path / "logs", tmp_path / "cache")
+    try:
+        assert referee.policy is not None
+        referee.wait_spares(time.monotonic() + 120)
+        if "namespaces" not in referee.spares[0].wait_ready(1).get("sandbox", ""):
+            pytest.skip("no namespaces on this host: nothing to relax")
+        # A host where the runner cannot start: this package hidden by a "host" dir, nothing brought back.
+        package = str(Path(__file__).resolve().parents[1] / "adaexplore_mcp")
+        referee.policy = dataclasses.replace(referee.policy, hidden_dirs=(*referee.policy.hidden_dirs, package),
+                                             visible_dirs=())
+        while referee.spares:
+            referee.spares.popleft().kill()
+        referee._top_up()
+        note = referee.settle_policy(timeout_s=60)
+        assert note is not None and "runner died" in note
+        assert package not in referee.policy.hidden_dirs and not referee.policy.deny_unix_sockets
+        assert set(referee.policy.hidden_dirs) == {str(tmp_path / "home"), str(tmp_path / "cache")}
+        ready = referee.candidate_runner(time.monotonic() + 60).wait_ready(60)
+        assert ready["ready"] and "seccomp" not in ready["sandbox"]
+    finally:
+        referee.close()
