@@ -160,7 +160,10 @@ class App:
 
     # -- task synthesis ------------------------------------------------------------------------
     def synthesize_tasks(self, count: int, seed: int, progress: Progress | None = None) -> list[TaskInfo]:
-        """Practice tasks for Adapt: generated, run on the CPU, probed in a worker, kept only if valid."""
+        """Practice tasks for Adapt: generated and statically checked here, probed in a worker (never run in
+        this process), kept only if the probe runs them and finds them non-degenerate. On the CPU the
+        probe runs at small_shapes, so a second probe at full feature sizes (small batch) catches tasks
+        that are degenerate only at their real extent."""
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 200:
             raise UserError("count must be an integer from 1 to 200")
         from adaexplore_mcp.tasks.synthesis import synthesize
@@ -177,9 +180,20 @@ class App:
                                            origin="synthesized")
             except UserError:
                 continue
-            if not info.degenerate:
+            if not info.degenerate and not self._degenerate_at_feature_size(task.name, task.source):
                 kept.append(info)
         return kept
+
+    def _degenerate_at_feature_size(self, name: str, source: str) -> bool:
+        """On the CPU only (a GPU probe already ran at full size): the worker probe at full feature sizes."""
+        if self.judge.backend == "cuda":
+            return False
+        from adaexplore_mcp.tasks.synthesis_checks import probe_shapes
+
+        spec = TaskSpec(task_id=f"probe-{source_hash(source)}-full", name=name, source=source,
+                        small_shapes=probe_shapes(source))
+        probe = self.judge.probe_task(spec)
+        return probe.ok and probe.degenerate
 
     def _check_kernel_source(self, source: str) -> None:
         if not isinstance(source, str) or not source.strip():

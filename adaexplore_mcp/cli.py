@@ -16,7 +16,16 @@ from adaexplore_mcp.config import Settings
 def _serve(args: argparse.Namespace) -> int:
     from adaexplore_mcp.server import build_server
 
-    settings = Settings.from_env()
+    settings = _choose_workers(Settings.from_env(), args.workers)
+    if settings.ray_address:  # fail now, with the address, rather than in the server's lifespan
+        from adaexplore_mcp.judge.pool import WorkerStartError
+        from adaexplore_mcp.judge.ray_pool import connect
+
+        try:
+            connect(settings.ray_address)
+        except WorkerStartError as exc:
+            print(f"adaexplore-mcp: {exc}", file=sys.stderr)
+            return 2
     _announce_sandbox(settings)
     server = build_server(settings)  # cheap: the app (store, workers) starts in the server's lifespan
     if args.transport == "stdio":
@@ -34,6 +43,18 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     anyio.run(serve_http, server, args.host, args.port, token)
     return 0
+
+
+def _choose_workers(settings: Settings, workers: str | None) -> Settings:
+    """`--workers ray` joins the Ray cluster named by ADAEXPLORE_RAY_ADDRESS (default "auto": the one this
+    host belongs to); `--workers local` keeps this host's own workers even when that variable is set."""
+    if workers == "local":
+        return settings.with_overrides(ray_address="")
+    if workers == "ray":
+        print(f"adaexplore-mcp: judge workers: Ray actors (cluster {settings.ray_address or 'auto'}; the sandbox "
+              "below is probed here, the actors' hosts apply their own)", file=sys.stderr)
+        return settings.with_overrides(ray_address=settings.ray_address or "auto")
+    return settings
 
 
 def _announce_sandbox(settings: Settings) -> None:
@@ -70,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (non-loopback needs a token)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--token", default=None, help="bearer token for HTTP (or $ADAEXPLORE_TOKEN)")
+    parser.add_argument("--workers", choices=["local", "ray"], default=None,
+                        help="judge workers: this host's processes (default) or actors on a Ray cluster "
+                        "($ADAEXPLORE_RAY_ADDRESS, default auto; needs pip install 'adaexplore-mcp[ray]')")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="run a short scripted search on a built-in task and print the tree")
     demo.add_argument("--task", default="scaled_softmax")

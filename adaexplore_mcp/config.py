@@ -78,6 +78,13 @@ class Settings:
     # Runner sandbox: "auto" (namespaces + rlimits where the host allows), "no-pid" (no PID namespace),
     # or "off" (debugging the judge only: candidates then see the host).
     sandbox: str = "auto"
+    # Judge workers as Ray actors (judge/ray_pool.py; needs the `ray` extra): "" for the local pool (default),
+    # "auto" for the cluster this host belongs to, "ray://host:port", or "local" for a one-node cluster
+    # started by this process. One actor per GPU of the cluster, or `workers` CPU actors without GPUs.
+    ray_address: str = ""
+    # A substring of the GPU name (e.g. "H100"): the Ray pool keeps only actors on matching GPUs, so
+    # timings from different GPU models are never compared silently. Ignored by the local pool.
+    require_gpu: str = ""
 
     @property
     def db_path(self) -> Path:
@@ -104,4 +111,6 @@ class Settings:
             cache_dir=Path(os.environ["ADAEXPLORE_CACHE_DIR"]).expanduser() if os.environ.get("ADAEXPLORE_CACHE_DIR")
             else _default_cache(),
             sandbox=os.environ.get("ADAEXPLORE_SANDBOX", cls.sandbox),
+            ray_address=os.environ.get("ADAEXPLORE_RAY_ADDRESS", cls.ray_address).strip(),
+            require_gpu=os.environ.get("ADAEXPLORE_REQUIRE_GPU", cls.require_gpu).strip(),
         )

@@ -2,7 +2,8 @@
 
 The scripted proposer stands in for the assistant and talks to an in-process MCP client, so the demo
 exercises exactly what an assistant would call: start_search, next_step, expand_node, get_search,
-search_report. It prints each step, the tree and the best speedup.
+search_report. It prints each step, the tree and the best speedup (under the CPU interpreter it says that every
+correct kernel ranks equal instead).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import anyio
 from mcp import Client
 
 from adaexplore_mcp.config import Settings
+from adaexplore_mcp.search.brief import CPU_HONEST
 from adaexplore_mcp.search.proposer import ScriptedProposer, default_templates
 from adaexplore_mcp.search.types import StepBrief
 from adaexplore_mcp.server import build_server
@@ -23,6 +25,15 @@ def _speedup(value: float | None) -> str:
     return "untimed" if value is None else f"{value:.2f}x"
 
 
+def outcome(best_node_id: int | None, best_speedup: float | None, timed: bool) -> str:
+    """The demo's last word. Without timing every correct kernel scores alike, so no "best speedup" is named."""
+    if best_node_id is None:
+        return "no correct kernel"
+    if not timed or best_speedup is None:
+        return f"{CPU_HONEST if not timed else 'no timed kernel'} (first correct: node {best_node_id})"
+    return f"best: node {best_node_id}, speedup {_speedup(best_speedup)}"
+
+
 async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     if result.is_error:
@@ -30,7 +41,9 @@ async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-def print_tree(nodes: list[dict[str, Any]], best_node_id: int | None, out=sys.stdout) -> None:
+def print_tree(nodes: list[dict[str, Any]], best_node_id: int | None, out=sys.stdout, timed: bool = True) -> None:
+    """The tree, one node a line; untimed, the marked node is only the first correct one (all rank equal)."""
+    mark = "  <- best" if timed else "  <- first correct"
     children: dict[int | None, list[dict[str, Any]]] = {}
     for node in nodes:
         children.setdefault(node["parent_id"], []).append(node)
@@ -39,7 +52,7 @@ def print_tree(nodes: list[dict[str, Any]], best_node_id: int | None, out=sys.st
         if node["kind"] == "root":
             label = "root (PyTorch reference)"
         else:
-            star = "  <- best" if node["node_id"] == best_node_id else ""
+            star = mark if node["node_id"] == best_node_id else ""
             label = (f"#{node['node_id']} {node['kind']:<5} {node['verdict']:<13} {_speedup(node['speedup']):>8}"
                      f"  {node['note'][:60]}{star}")
         print("  " * depth + label, file=out)
@@ -56,7 +69,8 @@ async def _demo(task: str, budget: int, seed: int, strategy: str) -> int:
     async with Client(build_server(settings), read_timeout_seconds=900) as client:
         started = await _call(client, "start_search", task_id=task, budget=budget, seed=seed, strategy=strategy)
         search_id = started["search_id"]
-        timing = "GPU timing" if started["timing_available"] else "CPU interpreter: no timing, speedups untimed"
+        timed = bool(started["timing_available"])
+        timing = "GPU timing" if timed else CPU_HONEST
         print(f"search {search_id} on {task}: {strategy}, budget {budget}, seed {seed} ({timing})")
         while True:
             brief = StepBrief.model_validate(await _call(client, "next_step", search_id=search_id))
@@ -70,9 +84,9 @@ async def _demo(task: str, budget: int, seed: int, strategy: str) -> int:
                   f"  ({evaluation['duration_s']:.1f} s)")
         tree = await _call(client, "get_search", search_id=search_id)
         print("\ntree:")
-        print_tree(tree["nodes"], tree["best_node_id"])
+        print_tree(tree["nodes"], tree["best_node_id"], timed=timed)
         report = await _call(client, "search_report", search_id=search_id)
-        print(f"\nbest: node {tree['best_node_id']}, speedup {_speedup(tree['best_speedup'])}")
+        print("\n" + outcome(tree["best_node_id"], tree["best_speedup"], timed))
         print(f"report: {report['html_path']}" + (f" and {report['png_path']}" if report["png_path"] else ""))
     return 0
 

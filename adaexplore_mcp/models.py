@@ -246,6 +246,8 @@ class Evaluation(BaseModel):
     rules: list[RuleRef] = Field(default_factory=list, description="validity rules this failure falls under")
     duration_s: float = 0.0
     device_index: int | None = Field(default=None, description="which GPU ran it (CUDA ordinal on this host)")
+    node: str | None = Field(default=None, description="which host ran it ('hostname/ray-node-id'), when the judge "
+                             "runs on a Ray cluster; null for this host's own workers")
     sandbox: str = Field(default="none", description="isolation the candidate ran under, e.g. 'namespaces+rlimits+seccomp'")
     lineup: str | None = Field(default=None, description="how ModelNew's parameters were lined up with Model's: "
                                "'same_seed' (built under the same seed) or 'copied_by_name' (reference's copied in)")

@@ -26,10 +26,14 @@ constants (`batch_size = 128`). Call `create_task(name, reference_source)`; add 
 Keep the task_id. If the result says `degenerate`, fix the inputs: a constant output would pass it.
 
 2. Search. Call `start_search(task_id, budget={budget}, seed=0, strategy="adaexplore")`. Then loop:
-- `next_step(search_id)` returns a brief: the step kind, the parent kernel, the `rules`, the task and `steps_left`.
+- `next_step(search_id)` returns a brief: the step kind, the parent kernel, the few `rules` most relevant to this \
+step (`rules_more` others at adaexplore://rules), the task with the shapes the judge really runs \
+(`evaluated_shapes`), the `device` and `steps_left`. The first brief carries the reference source \
+(`reference_source`); later, `get_task(task_id)` returns it.
 - Small step: make a focused change to the parent kernel (fix its error, or one optimization). Read `working_memory`, \
-the recent refinement chain with each kernel's verdict, error and speedup: do not repeat what already failed. Answer \
-with `edits`, a list of {{"old", "new"}} exact replacements in the parent kernel; each `old` must occur exactly once.
+the recent refinement chain with each kernel's verdict, error and speedup (older kernels as diffs against the next \
+one): do not repeat what already failed. Answer with `edits`, a list of {{"old", "new"}} exact replacements in the \
+parent kernel; each `old` must occur exactly once.
 - Large step: write a complete new ModelNew, meant to beat every kernel in the brief's `pool` (the best kernels of \
 other branches). Try a different idea (tiling, fusion, data layout), not a copy.
 - Every kernel must respect every rule in `rules`.
@@ -50,7 +54,8 @@ returning the reference's output) is rejected; allocation, reshapes and views in
 - Compute in float32 unless the task says otherwise. The reference is timed in strict fp32, so in `tl.dot` pass \
 `input_precision="ieee"`: TF32 is faster but less exact, and may fail the check or win an unfair speedup.
 - Inputs must stay unchanged; write only to tensors you allocated. Use masks on loads and stores for ragged edges.
-- Without a GPU the kernel runs under Triton's CPU interpreter: correctness is checked, timing is not (speedup null)."""
+- Without a GPU the kernel runs under Triton's CPU interpreter: correctness only, no speedups (null); all \
+passing kernels rank equal, so there the "best" kernel is just the first correct one."""
 
 _ONE_OFF = """One-off check, no search: `create_task(...)`, then `evaluate_kernel(task_id, kernel_source)` judges a \
 single ModelNew. Read the verdict (passed, compile_error, runtime_error, mismatch, timeout, crashed, rejected), the \

@@ -19,7 +19,7 @@ from mcp.server import MCPServer
 from adaexplore_mcp import __version__
 from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
-from adaexplore_mcp.surface import judge_tools, memory_tools, profile_tools, resources, search_tools
+from adaexplore_mcp.surface import judge_tools, memory_tools, profile_tools, resources, search_tools, task_tools
 from adaexplore_mcp.surface.common import GuardedServer
 
 INSTRUCTIONS = """adaexplore-mcp judges and searches Triton kernels for PyTorch modules on this machine's GPU.
@@ -61,7 +61,7 @@ def build_server(settings: Settings | None = None, app: App | None = None) -> MC
                 await anyio.to_thread.run_sync(holder.app.close)
 
     mcp = GuardedServer(name="adaexplore-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
-    for part in (judge_tools, search_tools, memory_tools, resources, profile_tools):
+    for part in (judge_tools, task_tools, search_tools, memory_tools, resources, profile_tools):
         part.register(mcp, holder.get)
     return mcp
 

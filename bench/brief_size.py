@@ -57,6 +57,7 @@ class BriefStats(BaseModel):
     large_median: float
     calls_per_step: float
     sizes: list[int]
+    kinds: list[str]
 
 
 def seeded_verdict(source: str) -> tuple[str, float | None]:
@@ -106,13 +107,25 @@ def measure(task: str, steps: int, seed: int = 0, backend: str = "cpu-interprete
         finally:
             app.close()
 
-    def med(kind: str) -> float:
-        chosen = [s for s, k in zip(sizes, kinds) if k == kind]
-        return float(statistics.median(chosen)) if chosen else 0.0
+    return stats(task, backend, sizes, kinds, calls)
 
+
+def _median_of(sizes: list[int], kinds: list[str], kind: str) -> float:
+    chosen = [s for s, k in zip(sizes, kinds) if k == kind]
+    return float(statistics.median(chosen)) if chosen else 0.0
+
+
+def stats(task: str, backend: str, sizes: list[int], kinds: list[str], calls: int) -> BriefStats:
     return BriefStats(task=task, backend=backend, steps=len(sizes), median=float(statistics.median(sizes)),
-                      p90=_percentile(sizes, 0.9), max=max(sizes), small_median=med("small"),
-                      large_median=med("large"), calls_per_step=round(calls / len(sizes), 3), sizes=sizes)
+                      p90=_percentile(sizes, 0.9), max=max(sizes), small_median=_median_of(sizes, kinds, "small"),
+                      large_median=_median_of(sizes, kinds, "large"), calls_per_step=round(calls / len(sizes), 3),
+                      sizes=sizes, kinds=kinds)
+
+
+def pooled(rows: list[BriefStats]) -> BriefStats:
+    """Every brief of every row as one sample (the 'all' row)."""
+    calls = round(sum(r.calls_per_step * r.steps for r in rows))
+    return stats("all", rows[0].backend, [x for r in rows for x in r.sizes], [k for r in rows for k in r.kinds], calls)
 
 
 def table(rows: list[BriefStats]) -> str:
@@ -135,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# brief sizes (characters of JSON), {args.steps}-step scripted search, seed {args.seed}, "
           f"fake judge ({args.backend}); {platform.node()} {platform.machine()}, Python "
           f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(table(rows))
+    print(table(rows + ([pooled(rows)] if len(rows) > 1 else [])))
     if args.json:
         args.json.write_text(json.dumps([r.model_dump() for r in rows], indent=1))
     return 0

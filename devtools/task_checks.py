@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import types
 
-from adaexplore_mcp.tasks.format import integer_constants
+from adaexplore_mcp.tasks.synthesis_checks import probe_shapes
+
+__all__ = ["load_source", "nondegeneracy_problem", "probe_shapes"]
 
 
 def load_source(source: str, name: str = "synth_task") -> types.ModuleType:
@@ -65,19 +67,3 @@ def nondegeneracy_problem(module: types.ModuleType, small_shapes: dict[str, int]
         if other.shape == outs[0].shape and bool(((other - outs[0]).abs() <= atol + rtol * outs[0].abs()).all()):
             return "the output does not change with the inputs"
     return None
-
-
-def probe_shapes(source: str) -> dict[str, int]:
-    """Full feature sizes with a small batch (8; spatial size capped at 32 unless the source reduces
-    over H, W, then batch 4): reductions and normalizations see their real extent, so degeneracy
-    that only appears at full size shows."""
-    consts = integer_constants(source)
-    spatial_reduction = "dim=(2, 3)" in source or "dim=[2, 3]" in source
-    probe: dict[str, int] = {}
-    if "batch_size" in consts:
-        probe["batch_size"] = min(consts["batch_size"], 4 if spatial_reduction else 8)
-    if not spatial_reduction:  # a reduction over H, W must see its full extent
-        for k in ("height", "width"):
-            if k in consts:
-                probe[k] = min(consts[k], 32)
-    return probe

@@ -168,5 +168,5 @@ def task(source: str = AFFINE_TASK, small: dict[str, int] | None = None, name: s
 
 def cpu_settings(home: Path, **limits: float) -> Settings:
     """CPU-interpreter settings with few trials so the suite stays fast on two cores."""
-    return Settings(home=home, device="cpu", workers=1,
+    return Settings(home=home, device="cpu", workers=1, cache_dir=home / "kernel-cache",  # never the user's cache
                     limits=JudgeLimits(trials=int(limits.pop("trials", 3)), **limits))

@@ -31,17 +31,33 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+CPU_HONEST = "CPU interpreter: correctness only, no speedups; all passing kernels rank equal"
+
+
+def untimed(s: TreeSnapshot) -> bool:
+    """Correct kernels but none timed (the CPU interpreter): then no kernel is faster than another, and the
+    report must not crown a "best speedup"; the highlighted node is only the first correct one."""
+    correct = [n for n in s.steps() if n.correct]
+    return bool(correct) and all(n.speedup is None for n in correct)
+
+
 def _summary(s: TreeSnapshot) -> str:
     best = s.best()
     steps = s.steps()
+    if best is None:
+        ranking = ("best speedup", "no correct kernel")
+    elif untimed(s):
+        ranking = ("ranking", f"{CPU_HONEST} (first correct: node {escape(best.node_id)}, step {best.step_index})")
+    else:
+        ranking = ("best speedup", f"{speedup_text(best.speedup)} (node {escape(best.node_id)}, step "
+                   f"{best.step_index})")
     rows = [
         ("task", escape(s.task_name)),
         ("search", escape(s.search_id)),
         ("strategy", escape(s.strategy)),
         ("GPU", escape(s.gpu or "none (CPU interpreter: correctness only, no timing)")),
         ("steps", f"{len(steps)} of {s.budget}" if s.budget else str(len(steps))),
-        ("best speedup", f"{speedup_text(best.speedup)} (node {escape(best.node_id)}, step {best.step_index})"
-         if best else "no correct kernel"),
+        ranking,
         ("correct", f"{sum(n.correct for n in steps)} of {len(steps)}"),
         ("steps by kind", ", ".join(f"{k}: {v}" for k, v in s.kind_counts().items()) or "-"),
     ]
@@ -100,8 +116,8 @@ def _curve_svg(s: TreeSnapshot, width: int = 720, height: int = 260) -> str:
         pts.append(f"{px(n):.1f},{py(last):.1f}")
         out.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
     else:
-        out.append(f'<text x="{left + 10}" y="{top + 20}" class="muted">no timed kernel '
-                   '(CPU interpreter or no correct kernel): verdicts only</text>')
+        note = CPU_HONEST if untimed(s) else "CPU interpreter or no correct kernel: verdicts only"
+        out.append(f'<text x="{left + 10}" y="{top + 20}" class="muted">no timed kernel ({note})</text>')
     for x in steps:
         tip = escape(f"step {x.step_index}, node {x.node_id}, {x.kind}, {x.verdict}, {speedup_text(x.speedup)}")
         if x.correct and x.speedup is not None:
@@ -160,12 +176,15 @@ def _tree_svg(s: TreeSnapshot) -> str:
     return "".join(out)
 
 
-def _legend() -> str:
+def _legend(s: TreeSnapshot) -> str:
     items = ["passed", "mismatch", "compile_error", "runtime_error", "timeout", "crashed", "rejected"]
     swatches = "".join(f'<span class="swatch" style="background:{verdict_color(v)}"></span>{v}' for v in items)
+    best = ("the first correct kernel (untimed: all passing kernels rank equal)" if untimed(s)
+            else "the best kernel")
     return (f'<p class="muted">{swatches}<br>diamond: root (the PyTorch reference); square: large step '
             "(a new kernel; dashed edge); circle: small step (an edit of its parent). Label: speedup of a "
-            "correct kernel (ok: correct, not timed), else the step number. Black outline: the best kernel. Hover for details.</p>")
+            f"correct kernel (ok: correct, not timed), else the step number. Black outline: {best}. "
+            "Hover for details.</p>")
 
 
 def _node_table(s: TreeSnapshot) -> str:
@@ -199,7 +218,7 @@ def report_html(snapshot: TreeSnapshot) -> str:
         "and judged by the server. Speedup is against the PyTorch reference in strict fp32.</p>",
         "<h2>Summary</h2>", _summary(s),
         "<h2>Best speedup over steps</h2>", _curve_svg(s),
-        "<h2>Search tree</h2>", _legend(), f'<div class="scroll">{_tree_svg(s)}</div>',
+        "<h2>Search tree</h2>", _legend(s), f'<div class="scroll">{_tree_svg(s)}</div>',
         "<h2>Nodes</h2>", _node_table(s),
         "</body></html>",
     ])

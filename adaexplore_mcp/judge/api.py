@@ -60,9 +60,16 @@ class Judge:
 
     def __init__(self, settings: Settings, device_indices: list[int] | None = None) -> None:
         self.settings = settings
-        use_cuda = settings.device == "cuda" or (settings.device == "auto" and _cuda_available())
-        self._backend: Backend = "cuda" if use_cuda else "cpu-interpreter"
         log_dir = str(settings.home / "logs")
+        self._pool: Any
+        if settings.ray_address:  # judge actors on a Ray cluster (ray_pool.py); ray is imported only then
+            from .ray_pool import RayPool
+
+            self._pool = RayPool(settings, str(settings.home), log_dir)
+            self._backend: Backend = "cuda" if self._pool.backend == "cuda" else "cpu-interpreter"
+            return
+        use_cuda = settings.device == "cuda" or (settings.device == "auto" and _cuda_available())
+        self._backend = "cuda" if use_cuda else "cpu-interpreter"
         common = {"home": str(settings.home), "log_dir": log_dir, "cache_dir": str(settings.cache_dir),
                   "sandbox": settings.sandbox}
         if use_cuda:
@@ -141,6 +148,7 @@ class Judge:
                 worker.discard = True  # the pool kills it and starts a replacement now
             ev = self._interpret(task, small, call, cand, timeout)
         ev.device_index = config.physical_index if self._backend == "cuda" else None
+        ev.node = getattr(worker, "node", None)  # set by the Ray pool only: which host ran it
         ev.duration_s = time.monotonic() - started
         report(1.0, ev.verdict.value)
         return ev

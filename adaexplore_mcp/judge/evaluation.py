@@ -190,6 +190,7 @@ class Evaluation:
         self.mark("trials")
         if first is not None and not out.done and self.copy_reference_parameters():
             second = self.trials()
+            self.mark("trials_copied")
             if second is None and not out.done:
                 lineup = "copied_by_name"
                 out.warnings.append("ModelNew matched only with the reference's parameters copied in by name; built "

@@ -94,18 +94,23 @@ def _serve(conn: Connection, referee: Any, evaluation: Any, probe: Any) -> None:
         def progress(fraction: float, message: str) -> None:
             conn.send({"type": "progress", "fraction": fraction, "message": message})
 
-        try:
-            if req["op"] == "evaluate":
-                result = evaluation.evaluate(referee, req, progress)
-            elif req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
-                from .referee_profile import profile
-
-                result = profile(referee, req, progress)
-            else:
-                result = probe.probe(referee, req)
-        except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
-            result = {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
+        result = handle(referee, req, progress, evaluation, probe)
         conn.send({"type": "result", "result": result})
         if result.get("poisoned"):
             sys.stderr.flush()
             return
+
+
+def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, probe: Any) -> dict[str, Any]:
+    """One request, answered the same way here and in a Ray judge actor (ray_actor.py): a judge bug
+    becomes an `internal_error` result marked `poisoned` (the caller then starts a fresh referee)."""
+    try:
+        if req["op"] == "evaluate":
+            return evaluation.evaluate(referee, req, progress)
+        if req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
+            from .referee_profile import profile
+
+            return profile(referee, req, progress)
+        return probe.probe(referee, req)
+    except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
+        return {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}

@@ -2,12 +2,14 @@
 
 Query tokens come from free text and from the task's reference source (torch ops mapped to the Triton
 APIs a kernel for them uses: matmul -> tl.dot, softmax -> tl.max/tl.sum/tl.exp...). Rule tokens come
-from the rule's text, its signatures and the tl APIs they name.
+from the rule's text, its signatures and the tl APIs they name. A search step ranks rules by its own
+context instead (`step_ranking`: the chain's failures, the parent kernel's tl APIs).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .signature import triton_apis
 
@@ -67,3 +69,24 @@ def task_tokens(source: str) -> set[str]:
 
 def score(query: set[str], rule_tokens: set[str]) -> int:
     return len(query & rule_tokens)
+
+
+def step_ranking(rules: Sequence[tuple[str, str]], named: Sequence[str], failures: Sequence[str],
+                 kernel_source: str) -> list[int]:
+    """Indices of `rules` ((rule_id, text) pairs) most relevant to one search step first.
+
+    Why this order: a rule the chain's own failures fell under (`named`, newest failure first) is the lesson
+    the next kernel most needs; then rules sharing words with those failures' error texts; then rules about
+    the tl APIs the parent kernel uses (a kernel with tl.arange needs the tl.arange rule, not the tl.dot
+    one). Ties keep the given order (the memory's: task relevance, then frequency), so the result is stable.
+    """
+    first = {rule_id: k for k, rule_id in enumerate(dict.fromkeys(named))}
+    fail = set().union(*(tokens(t) for t in failures)) if failures else set()
+    apis = {a.lower() for a in triton_apis(kernel_source or "")}
+
+    def key(i: int) -> tuple[int, int, int, int]:
+        rule_id, text = rules[i]
+        rtoks = tokens(text)
+        return (first.get(rule_id, len(first)), -score(fail, rtoks), -score(apis, rtoks), i)
+
+    return sorted(range(len(rules)), key=key)

@@ -89,8 +89,9 @@ class MemoryService:
         return rules_mod.history(self.store, rule_id)
 
     def rules_for_brief(self, task_id: str | None = None, task_source: str | None = None,
-                        max_chars: int = BRIEF_MAX_CHARS) -> list[RuleRef]:
-        """Shown rules for a proposer's brief: relevant ones first, then most frequent, within max_chars."""
+                        max_chars: int | None = None) -> list[RuleRef]:
+        """Shown rules for a proposer's brief: relevant ones first, then most frequent, within max_chars
+        (None: every shown rule; a search's brief picks the few that fit its step and counts the rest)."""
         query = task_tokens(self._task_source(task_id, task_source))
         shown = [r for r in self._ranked(query, include_retired=False) if r.shown]
         order = rules_mod.seed_order(self.store)
@@ -98,7 +99,7 @@ class MemoryService:
         out, used = [], 0
         for rule in shown:
             cost = len(rule.text) + 3  # "- " and a newline in the brief
-            if used + cost > max_chars:
+            if max_chars is not None and used + cost > max_chars:
                 continue
             out.append(RuleRef(rule_id=rule.rule_id, text=rule.text))
             used += cost

@@ -1,20 +1,41 @@
-"""Pieces of the brief: compact evaluations, trimmed kernels, task summary, the instructions text.
+"""The brief of one search step, assembled from the records the service read: what the model reads every
+step, so every part of it earns its characters.
 
-Size budget: each kernel in the pool or working memory is cut to KERNEL_CHARS, all of them together to
-TOTAL_KERNEL_CHARS (the parent kernel of a small step is always whole: edits must match it exactly).
-A cut kernel keeps its head and points to its `kernel_uri` for the full source.
+- The parent kernel of a small step is whole (edits must match it exactly); the other nodes of the working
+  memory are unified diffs against the node after them in the chain: a tuning step is a few lines, not kilobytes.
+- Pool kernels (large steps) are cut to POOL_KERNEL_CHARS each and POOL_TOTAL_CHARS in all; a cut kernel keeps
+  its head and points to its `kernel_uri` for the full source.
+- At most MAX_RULES rules, chosen for this step (the chain's failures, the parent's tl APIs); the brief counts
+  the others and names where they are, instead of repeating the same 16 rules every step.
+- The task as it is run: the shapes the judge evaluates (small ones under the CPU interpreter), the device, and
+  the reference source itself in a root step (the search's first brief), since many clients never let the
+  model read a resource.
+- Without timing every correct kernel scores alike, and the brief says so rather than implying a ranking.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from adaexplore_mcp.models import TaskInfo
-from adaexplore_mcp.search.types import EvaluationSummary, KernelRef, TaskBrief
+from adaexplore_mcp.memory.relevance import step_ranking
+from adaexplore_mcp.models import RuleRef, TaskInfo
+from adaexplore_mcp.search.types import BestSummary, EvaluationSummary, KernelRef, MemoryEntry, StepBrief, TaskBrief
 
-KERNEL_CHARS = 6000
+if TYPE_CHECKING:
+    from adaexplore_mcp.search.records import NodeRecord, SearchRecord, StepRecord
+
+KERNEL_CHARS = 6000  # kernel_refs' default cap per kernel (and get_search's, views.budgeted_source)
 TOTAL_KERNEL_CHARS = 20000
+POOL_KERNEL_CHARS = 4000
+POOL_TOTAL_CHARS = 10000
+DIFF_CHARS = 1500
+DIFF_CONTEXT = 1
+MAX_RULES = 5
+RULES_CHARS = 600
 ERROR_CHARS = 400
 TRUNCATION_MARK = "\n# ... [truncated: the full source is at kernel_uri]\n"
 
@@ -25,23 +46,25 @@ MODELNEW_CONTRACT = (
     "kernels (@triton.jit) that forward launches. Keep float32 accuracy (no fp16/bf16/TF32 shortcuts)."
 )
 SMALL_INSTRUCTIONS = (
-    "SMALL step: make a local improvement to parent_kernel (tune block sizes, num_warps, fuse or reorder a "
-    "loop, fix the error if the parent failed). working_memory is the refinement chain that led here, oldest "
-    "first; the parent is its last entry. Reply with expand_node(search_id, step_id, edits=[{old, new}, ...], "
-    "note='<one line: what you changed>'): each `old` must be an exact, unique excerpt of parent_kernel "
-    "(edits apply in order). Send a full kernel_source instead only if the change is not local. "
+    "SMALL step: improve parent_kernel locally (block sizes, num_warps, loop order, fusion; fix it if it "
+    "failed). working_memory: the chain that led here, oldest first, the parent last, each older node a diff "
+    "against the next. Reply with expand_node(search_id, step_id, edits=[{old, new}, ...], note='<one line: "
+    "what you changed>'): each `old` an exact, unique excerpt of parent_kernel (applied in order); a full "
+    "kernel_source only for a change that is not local. Keep ModelNew a drop-in for the reference Model (same "
+    "signatures, parameter names and outputs, float32 accuracy, the work in @triton.jit kernels). "
 )
 LARGE_INSTRUCTIONS = (
     "LARGE step: write a complete new kernel from scratch, with a different approach, meant to beat every "
     "kernel in the pool (the best kernels of other branches; empty at the root). Reply with "
     "expand_node(search_id, step_id, kernel_source='<full source>', note='<one line: the approach>'). "
 )
-RULES_INSTRUCTIONS = "Respect every rule in `rules`: each one was distilled from real failures. "
+RULES_INSTRUCTIONS = ("Respect every rule in `rules` (the ones most relevant to this step, distilled from real "
+                      "failures; rules_more others at rules_uri). ")
 TIMING_ON = "Kernels are timed on the GPU; reward grows with speedup over the PyTorch reference (capped at 10x)."
-TIMING_OFF = (
-    "Timing is unavailable (no GPU: kernels run under Triton's CPU interpreter). Correctness is checked; "
-    "every correct kernel is scored as speedup 1, so aim for a correct kernel that should be fast on a GPU."
-)
+CPU_HONEST = "CPU interpreter: correctness only, no speedups; all passing kernels rank equal"
+TIMING_OFF = ("Timing is unavailable (no GPU). " + CPU_HONEST + " (each scores as speedup 1): aim for a "
+              "correct kernel that should be fast on a GPU.")
+CPU_DEVICE = "CPU interpreter, no timing"
 
 
 def evaluation_summary(evaluation_json: str | None, verdict: str | None, speedup: float | None,
@@ -108,7 +131,154 @@ def task_brief(task_id: str, info: TaskInfo | None) -> TaskBrief:
                      outputs=info.outputs, degenerate=info.degenerate, reference_uri=reference_uri(task_id))
 
 
-def instructions(kind: str, timing_available: bool, reference: str) -> str:
-    body = SMALL_INSTRUCTIONS if kind == "small" else LARGE_INSTRUCTIONS
-    return (body + RULES_INSTRUCTIONS + MODELNEW_CONTRACT + f" The PyTorch reference is the resource {reference}. "
-            + (TIMING_ON if timing_available else TIMING_OFF))
+def instructions(kind: str, timing_available: bool, reference: str, inline_reference: bool = False) -> str:
+    """The step's instructions. Why two lengths: a small step edits a kernel that already meets the contract,
+    so it gets the contract in one sentence; the timing sentence is short here (the full one is timing_note)."""
+    timing = TIMING_ON if timing_available else "Timing is unavailable: correctness only (see timing_note)."
+    if kind == "small":
+        return SMALL_INSTRUCTIONS + RULES_INSTRUCTIONS + timing
+    where = ("is reference_source in this brief" if inline_reference
+             else f"is returned by get_task(task_id) (and is the resource {reference})")
+    return LARGE_INSTRUCTIONS + RULES_INSTRUCTIONS + MODELNEW_CONTRACT + f" The PyTorch reference {where}. " + timing
+
+
+# -- the step's brief ------------------------------------------------------------------------------
+
+def step_brief(search: SearchRecord, step: StepRecord, memory_ids: Sequence[int], pool_ids: Sequence[int],
+               nodes: Mapping[int, NodeRecord], task: TaskInfo | None, rules: Sequence[RuleRef],
+               timing_available: bool, gpu: str | None, best: BestSummary | None,
+               reference_source: str | None = None) -> StepBrief:
+    """The brief of a pending step. `nodes` holds the parent and every node of memory_ids and pool_ids, with
+    sources and evaluations; `rules` are every rule that applies to the task (the brief shows a few);
+    `reference_source` is shown when the step starts from the root (the model writes from the reference)."""
+    sid, kind, parent = search.search_id, step.kind, step.parent_id
+    p = nodes.get(parent) if parent != 0 else None
+    chain = list(reversed(memory_ids)) if kind == "small" else [parent] if p is not None else []
+    named, failures = failure_context(chain, nodes)
+    shown, more = pick_rules([*named, *rules], [r.rule_id for r in named], failures,
+                             (p.kernel_source or "") if p is not None else "")
+    inline = parent == 0 and bool(reference_source)
+    gpu = gpu or gpu_named(nodes.values())
+    task_view = task_brief(search.task_id, task)
+    out = StepBrief(
+        search_id=sid, step_id=step.step_id, kind=kind, parent_node_id=parent,  # type: ignore[arg-type]
+        strategy=search.strategy, rules=shown, rules_more=more, task=task_view,
+        reference_source=reference_source if inline else None,
+        evaluated_shapes=evaluated_shapes(task, timing_available), timing_available=timing_available,
+        gpu=gpu, device=device_label(timing_available, gpu),
+        timing_note=TIMING_ON if timing_available else TIMING_OFF,
+        instructions=instructions(kind, timing_available, task_view.reference_uri, inline),
+        budget=search.budget, steps_used=search.steps_used, steps_left=search.steps_left, best=best,
+    )
+    if p is not None:
+        out.parent_kernel_uri = kernel_uri(sid, parent)
+        out.parent_evaluation = evaluation_summary(p.evaluation, p.verdict, p.speedup, p.reward)
+        if kind == "small":
+            out.parent_kernel = p.kernel_source
+    if kind == "small":
+        out.working_memory = memory_entries(sid, memory_ids, nodes)
+    else:
+        out.pool = kernel_refs(sid, list(pool_ids), nodes, per_kernel=POOL_KERNEL_CHARS,  # type: ignore[arg-type]
+                               total=POOL_TOTAL_CHARS)
+    return out
+
+
+def memory_entries(search_id: str, ids: Sequence[int], rows: Mapping[int, NodeRecord]) -> list[MemoryEntry]:
+    """The working memory, oldest first: the last node (the parent, shown whole as parent_kernel) bare, every
+    other node as a diff against the node after it, so the chain can be rebuilt from the parent backwards."""
+    out = []
+    for k, i in enumerate(ids):
+        r = rows[i]
+        entry = MemoryEntry(node_id=i, kind=r.kind, note=r.note or "", kernel_uri=kernel_uri(search_id, i),  # type: ignore[arg-type]
+                            evaluation=evaluation_summary(r.evaluation, r.verdict, r.speedup, r.reward))
+        if k + 1 < len(ids):
+            base = ids[k + 1]
+            entry.diff, entry.kernel_truncated = source_diff(rows[base].kernel_source or "", r.kernel_source or "",
+                                                             base, i)
+            entry.diff_base = base
+        out.append(entry)
+    return out
+
+
+def source_diff(base: str, source: str, base_id: int, node_id: int) -> tuple[str, bool]:
+    """A unified diff from node base_id's source to node_id's (1 line of context), cut to DIFF_CHARS; True
+    when cut (the full source is at the node's kernel_uri)."""
+    lines = difflib.unified_diff(base.splitlines(), source.splitlines(), f"node {base_id}", f"node {node_id}",
+                                 n=DIFF_CONTEXT, lineterm="")
+    text = "\n".join(lines)
+    if not text:
+        return f"(identical to node {base_id})", False
+    if len(text) <= DIFF_CHARS:
+        return text, False
+    mark = "\n... [diff truncated: the full source is at kernel_uri]"
+    return text[: DIFF_CHARS - len(mark)] + mark, True
+
+
+def failure_context(chain: Sequence[int], rows: Mapping[int, NodeRecord]) -> tuple[list[RuleRef], list[str]]:
+    """From the failed nodes of `chain` (newest first): the rules their evaluations fell under, and their
+    error lines: what the next kernel must not repeat."""
+    named: dict[str, RuleRef] = {}
+    texts = []
+    for i in chain:
+        r = rows.get(i)
+        if r is None or r.verdict in (None, "passed"):
+            continue
+        ev = _evaluation(r)
+        for rule in ev.get("rules") or []:
+            if isinstance(rule, dict) and rule.get("rule_id") and rule["rule_id"] not in named:
+                named[rule["rule_id"]] = RuleRef(rule_id=rule["rule_id"], text=str(rule.get("text", "")))
+        text = error_excerpt(ev)
+        if text:
+            texts.append(text)
+    return list(named.values()), texts
+
+
+def pick_rules(rules: Sequence[RuleRef], named: Sequence[str], failures: Sequence[str],
+               kernel_source: str) -> tuple[list[RuleRef], int]:
+    """At most MAX_RULES rules (and RULES_CHARS) most relevant to the step, and how many others apply."""
+    unique = list({r.rule_id: r for r in reversed(rules)}.values())[::-1]  # first occurrence wins
+    order = step_ranking([(r.rule_id, r.text) for r in unique], named, failures, kernel_source)
+    shown: list[RuleRef] = []
+    used = 0
+    for i in order:
+        cost = len(unique[i].text) + 3
+        if len(shown) >= MAX_RULES:
+            break
+        if shown and used + cost > RULES_CHARS:
+            continue
+        shown.append(unique[i])
+        used += cost
+    return shown, len(unique) - len(shown)
+
+
+def evaluated_shapes(info: TaskInfo | None, timing_available: bool) -> str:
+    """Which shapes the judge runs: on the GPU the task's own; under the CPU interpreter its small_shapes."""
+    if timing_available:
+        return "the task's full shapes (task.inputs), on the GPU"
+    if info is not None and info.small_shapes:
+        consts = ", ".join(f"{k}={v}" for k, v in info.small_shapes.items())
+        return f"CPU interpreter at small shapes: {consts} (task.inputs/outputs are GPU sizes, not run here)"
+    return "the task's full shapes (task.inputs), under the CPU interpreter"
+
+
+def device_label(timing_available: bool, gpu: str | None) -> str:
+    if not timing_available:
+        return CPU_DEVICE
+    return gpu or "a GPU (name not reported yet)"
+
+
+def gpu_named(rows: Any) -> str | None:
+    """The GPU named by a shown node's timed evaluation, when the service was not told one."""
+    for r in rows:
+        timing = _evaluation(r).get("timing") if r.evaluation else None
+        if isinstance(timing, dict) and timing.get("gpu"):
+            return str(timing["gpu"])
+    return None
+
+
+def _evaluation(row: NodeRecord) -> dict:
+    try:
+        ev = json.loads(row.evaluation) if row.evaluation else {}
+    except ValueError:
+        return {}
+    return ev if isinstance(ev, dict) else {}

@@ -1,6 +1,7 @@
 """What the proposer is shown besides the task: working memory (small steps), representative pool (large).
 
-Pure functions on the in-memory tree, returning node ids; the service turns ids into kernels.
+Pure functions on the in-memory tree, returning node ids; search/brief.py turns ids into what the model reads
+(the working memory's parent whole, its older nodes as diffs against the next; pool kernels trimmed).
 """
 
 from __future__ import annotations

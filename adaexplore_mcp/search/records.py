@@ -20,7 +20,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class SearchRecord:
-    """One row of `searches` (with its open step's id, when listed)."""
+    """One row of `searches` (with its open steps' ids, when listed)."""
 
     search_id: str
     task_id: str
@@ -34,11 +34,15 @@ class SearchRecord:
     best_speedup: float | None
     created_at: float
     updated_at: float
-    open_step: str | None = None
+    open_steps: str | None = None  # when listed: the ids of the steps out, oldest first, comma-separated
 
     @property
     def steps_left(self) -> int:
         return self.budget - self.steps_used
+
+    @property
+    def open_step_ids(self) -> list[str]:
+        return self.open_steps.split(",") if self.open_steps else []
 
     @property
     def search_params(self) -> SearchParams:
@@ -48,7 +52,7 @@ class SearchRecord:
 @dataclass(frozen=True, slots=True)
 class StepRecord:
     """One step handed out, with the owner of its claim (None columns: not claimed, or claimed before
-    migration 4)."""
+    migration 4) and the end of its lease (None: handed out before migration 7, no lease)."""
 
     step_id: str
     search_id: str
@@ -65,6 +69,7 @@ class StepRecord:
     owner_start: int | None = None
     owner_host: str | None = None
     owner_boot: str | None = None
+    lease_until: float | None = None
 
     @property
     def pool_ids(self) -> list[int]:

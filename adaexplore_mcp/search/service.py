@@ -1,6 +1,28 @@
 """SearchService: the search as the assistant drives it. select -> choose step -> brief -> (assistant writes
 a kernel) -> evaluate -> attach -> backpropagate.
 
+Several steps may be out at once (`next_step(count=k)`): k is how many steps the caller works on together,
+a window. The steps out come first (the same ones until they are expanded), then new ones are made until k
+are out or the budget is spent (steps out + steps used never pass the budget). A new step is planned with
+virtual loss (tree.with_pending): every step out counts as a visit with reward 0 of the node it grows and of
+that node's ancestors, so steps handed out together spread over the tree. Each pending step has a lease
+(`lease_s`, STEP_LEASE_S by default, renewed whenever next_step hands it out again): one not expanded in
+time goes back (status 'expired': its virtual loss and its share of the budget are freed) and expanding it
+afterwards is a UserError. A step being evaluated (claimed) does not expire.
+
+Replay: a step's random draws come from (seed, the step's counter = how many steps the search handed out
+before it), and its plan from the tree and the steps out at that moment. So the same seed and the same
+sequence of calls (next_step counts, and expansions in the same order with the same verdicts) give the same
+tree; one step at a time, that is the same seed and the same verdicts. Expansions that arrive in another
+order give another tree (the nodes are numbered in the order they are attached), and an expired lease makes
+the run depend on the clock.
+
+Duplicates (search/duplicates.py): a kernel whose normalized source (trailing whitespace and blank lines
+dropped) equals a node's of this search is not judged again: the step still makes a node (it is a step of
+the search: the budget counts it, and its reward is backpropagated like any other), linked to the earlier
+node's stored evaluation, and the result says `duplicate_of` with a warning. Two identical kernels evaluated
+at the same moment are both judged.
+
 Everything lives in the database (searches, nodes, steps); the in-memory tree is only a cache keyed by
 the search's version counter, so a restarted server or a second process resumes exactly. Each mutation
 is one short `store.write()` transaction; evaluation runs outside any transaction, under a claim on the
@@ -23,7 +45,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -31,17 +53,20 @@ from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
 from adaexplore_mcp.errors import INT64_MAX, INT64_MIN, NotFound, UserError, clip, printable, quote
 from adaexplore_mcp.models import Evaluation, TaskInfo
 from adaexplore_mcp.ranking import beats
+from adaexplore_mcp.search import batch as BATCH
 from adaexplore_mcp.search import brief as B
 from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
 from adaexplore_mcp.search import views as V
+from adaexplore_mcp.search.duplicates import source_key
 from adaexplore_mcp.search.edits import apply_edits
 from adaexplore_mcp.search.evaluator import Evaluator, Progress
 from adaexplore_mcp.search.records import SearchRecord, StepRecord
 from adaexplore_mcp.search.strategies import plan_step
-from adaexplore_mcp.search.tree import Tree, TreeNode, backpropagate
+from adaexplore_mcp.search.tree import Tree, TreeNode, backpropagate, with_pending
 from adaexplore_mcp.search.types import (
-    MAX_BUDGET, STRATEGIES, BestKernel, Edit, ExpandResult, SearchParams, SearchSummary, SearchTree, StepBrief,
+    MAX_BUDGET, MAX_STEPS_AT_ONCE, STRATEGIES, BestKernel, Brief, Edit, ExpandBatch, ExpandItem, ExpandResult,
+    SearchParams, SearchSummary, SearchTree, StepBrief,
 )
 from adaexplore_mcp.search.views import TREE_SOURCE_CHARS
 from adaexplore_mcp.store import Store, new_id
@@ -50,18 +75,22 @@ T = TypeVar("T")
 
 # A claim older than this can be taken over even when its owner cannot be checked (another host or container).
 CLAIM_TIMEOUT_S = 1800.0
+# A pending step not expanded this long after next_step last handed it out goes back (expires).
+STEP_LEASE_S = 1800.0
 MAX_NOTE_CHARS = 300
 
 
 class SearchService:
     def __init__(self, store: Store, evaluator: Evaluator, *, gpu: str | None = None,
-                 max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES, claim_timeout_s: float = CLAIM_TIMEOUT_S) -> None:
+                 max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES, claim_timeout_s: float = CLAIM_TIMEOUT_S,
+                 lease_s: float = STEP_LEASE_S) -> None:
         self.store = store
         store.migrate(R.MIGRATIONS)  # a no-op on the app's store; a store opened without them gets them
         self.evaluator = evaluator
         self.gpu = gpu
         self.max_source_bytes = max_source_bytes
         self.claim_timeout_s = claim_timeout_s
+        self.lease_s = lease_s
         self._trees: dict[str, Tree] = {}
         self._lock = threading.RLock()
 
@@ -95,33 +124,74 @@ class SearchService:
         return search_id
 
     # -- next step -----------------------------------------------------------------------------
-    def next_step(self, search_id: str) -> StepBrief:
-        """The pending step (the same one until it is expanded), a new one, or `done` when the budget is spent."""
+    def next_step(self, search_id: str, count: int = 1) -> StepBrief:
+        """The briefs of up to `count` steps: the steps out first (the same ones until they are expanded), then
+        new ones until `count` are out; the first brief's fields, the others in `more_steps`. `done` when
+        nothing is out and the budget is spent; a UserError when every step out is being evaluated."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_STEPS_AT_ONCE:
+            raise UserError(f"count must be an integer from 1 to {MAX_STEPS_AT_ONCE}, got {quote(count)}")
         search = self._search(search_id)
-        step = self._open_step(search_id)
-        if step is None and search.steps_used < search.budget:
-            step = self._new_step(search_id)
-        if step is None:
+        steps = self._hand_out(search_id, count)
+        if not steps:
             with self._lock, self.store.snapshot() as conn:
                 search = self._search(search_id, conn)
                 return V.done_brief(search, self._tree(conn, search_id), self.timing_available, self.gpu)
-        if step.status == "claimed":
-            raise UserError(f"step {step.step_id} of search {search_id} is being evaluated by another call; "
-                            "call next_step again when that expand_node returns")
+        briefs = [self._brief(search.search_id, step) for step in steps]
+        first = briefs[0]
+        first.more_steps = [Brief.model_validate(b.model_dump(exclude={"more_steps"})) for b in briefs[1:]]
+        return first
+
+    def _brief(self, search_id: str, step: StepRecord) -> StepBrief:
+        """The brief of one pending step (assembled by search/brief.py). A root step carries the reference
+        source, read here from the task table when the store has one: many clients never let the model read
+        a resource."""
+        search = self._search(search_id)
         task, rules = self._task(search.task_id), self.evaluator.rules(search.task_id)  # outside any snapshot
         with self._lock, self.store.snapshot() as conn:
             search = self._search(search_id, conn)
             tree = self._tree(conn, search_id)
             shown = V.brief_nodes(step, tree, search.search_params)
             nodes = R.load_nodes(conn, search_id, shown.wanted(step.parent_id), sources=True, evaluations=True)
-            return V.step_brief(search, step, tree, shown, nodes, task, rules, self.timing_available, self.gpu)
+            reference = None
+            if step.parent_id == 0:
+                try:
+                    row = conn.execute("SELECT source FROM tasks WHERE task_id = ?", (search.task_id,)).fetchone()
+                except sqlite3.OperationalError:  # a store without the task registry (a search over a fake evaluator)
+                    row = None
+                reference = row[0] if row is not None else None
+            return B.step_brief(search, step, shown.memory, shown.pool, nodes, task, rules, self.timing_available,
+                                self.gpu, V.best_summary(search_id, tree), reference)
 
-    def _open_step(self, search_id: str) -> StepRecord | None:
-        """The open step; a stale claim on it (its owner is gone, or it timed out) is released first."""
-        step = self._read(R.open_step, search_id)
-        if step is not None and self._release_if_stale(step):
-            step = self._read(R.open_step, search_id)
-        return step
+    def _hand_out(self, search_id: str, count: int) -> list[StepRecord]:
+        """The pending steps to brief (at most `count`, oldest first), after making new ones while fewer than
+        `count` are out; their leases are renewed. Empty when nothing is out and the budget is spent. (A step
+        whose lease ran out is no longer out for any query; it is marked 'expired' here, in the same write.)"""
+        out = self._open_steps(search_id)
+        if len(out) < count:
+            self._new_step(search_id, count)
+            out = self._open_steps(search_id)
+        pending = [s for s in out if s.status == "pending"][:count]
+        if not pending and out:
+            busy = ", ".join(s.step_id for s in out)
+            more = f", or ask for count={len(out) + 1} to work on another step meanwhile" if (
+                len(out) < MAX_STEPS_AT_ONCE) else ""
+            raise UserError(f"every step out ({busy}) of search {search_id} is being evaluated by another call; "
+                            f"call next_step again when that expand_node returns{more}")
+        with self.store.write() as tx:
+            now = time.time()
+            R.expire_steps(tx, search_id, now)
+            still = {s.step_id for s in R.open_steps(tx, search_id, now)}  # a lease may have run out just now
+            kept = [s for s in pending if s.step_id in still]
+            R.renew_leases(tx, [s.step_id for s in kept], now + self.lease_s)
+        return kept if kept or not pending else self._hand_out(search_id, count)
+
+    def _open_steps(self, search_id: str) -> list[StepRecord]:
+        """The steps out now, oldest first; a stale claim on one (its owner is gone, or it timed out) is
+        released first."""
+        steps = self._read(R.open_steps, search_id, time.time())
+        if any([self._release_if_stale(step) for step in steps]):  # (a list: release every stale one)
+            steps = self._read(R.open_steps, search_id, time.time())
+        return steps
 
     def claim_is_stale(self, step: StepRecord) -> bool:
         """A claim is free when its owner process is gone (or its pid was reused), or, whoever owns it, when
@@ -140,50 +210,88 @@ class SearchService:
             R.release_step(tx, step.step_id, step.claim_token)  # only that claim: a fresh one stays
         return True
 
-    def _new_step(self, search_id: str) -> StepRecord | None:
-        for _ in range(20):
+    def _new_step(self, search_id: str, count: int) -> None:
+        """Make new steps, one at a time, until `count` are out or the budget is spent, each planned with
+        virtual loss (every step out counts as a visit of its node); a plan is made again when another call
+        changed the search meanwhile."""
+        failures = 0
+        while failures < 20:
             with self._lock, self.store.snapshot() as conn:
-                tree = self._tree(conn, search_id)
                 search = self._search(search_id, conn)
-                counter = search.steps_used
-                params = search.search_params
-                plan = plan_step(search.strategy, tree, params, search.seed, counter)
+                out = R.open_steps(conn, search_id, time.time())
+                if len(out) >= count or search.steps_used + len(out) >= search.budget:
+                    return
+                tree = self._tree(conn, search_id)
+                counter = R.steps_created(conn, search_id)
+                seen = [s.step_id for s in out]
+                planned = with_pending(tree, [(s.parent_id, s.kind) for s in out])
+                plan = plan_step(search.strategy, planned, search.search_params, search.seed, counter)
             with self.store.write() as tx:
-                existing = R.open_step(tx, search_id)
-                if existing is not None:
-                    return existing
+                now = time.time()
                 fresh = self._search(search_id, tx)
-                if fresh.version != tree.version or fresh.steps_used != counter:
-                    continue  # another process changed the tree meanwhile: plan again
-                if fresh.steps_used >= fresh.budget:
-                    return None
-                step_id = new_id("step")
-                R.insert_step(tx, step_id, search_id, counter, plan.parent_id, plan.kind, plan.pool)
-                return R.load_step(tx, step_id)
+                if (fresh.version != tree.version or R.steps_created(tx, search_id) != counter
+                        or [s.step_id for s in R.open_steps(tx, search_id, now)] != seen):
+                    failures += 1
+                    continue  # another call changed the tree or the steps out meanwhile: plan again
+                R.insert_step(tx, new_id("step"), search_id, counter, plan.parent_id, plan.kind, plan.pool,
+                              lease_until=now + self.lease_s)
         raise RuntimeError(f"search {search_id}: could not plan a step (the tree kept changing)")
 
     # -- expand --------------------------------------------------------------------------------
     def expand_node(self, search_id: str, step_id: str, kernel_source: str | None = None,
                     edits: Sequence[Edit | Mapping[str, str]] | None = None, note: str = "",
-                    progress: Progress | None = None) -> ExpandResult:
-        """Evaluate the step's candidate (edits to the parent, or a full kernel), attach it, backpropagate."""
+                    progress: Progress | None = None, next: bool = False) -> ExpandResult:
+        """Evaluate the step's candidate (edits to the parent, or a full kernel), attach it, backpropagate.
+
+        A kernel that repeats a node of this search (search/duplicates.py) is answered from that node's stored
+        evaluation, with a warning, and still makes a node. With `next`, the result carries the next brief
+        (next_step(count=1)); when none can be handed out, a warning says why instead."""
         search = self._search(search_id)
         step = self._usable_step(search_id, step_id)
         source = self._candidate(search_id, step, kernel_source, edits)
         note = " ".join(str(note or "").split())[:MAX_NOTE_CHARS]
+        key = source_key(source)
+        same = self._read(R.find_duplicate, search_id, key)
         token = uuid.uuid4().hex
         with self.store.write() as tx:
-            if not R.claim_step(tx, step_id, token):
-                raise UserError(f"step {step_id} was just taken by another expand_node call; call next_step")
+            won = R.claim_step(tx, step_id, token)
+        if not won:
+            self._usable_step(search_id, step_id)  # says why (used, being evaluated, expired)
+            raise UserError(f"step {step_id} was just taken by another expand_node call; call next_step")
+        warnings: list[str] = []
         try:
-            evaluation = self.evaluator.evaluate(search.task_id, source, progress)
-            if not evaluation.eval_id:
-                raise RuntimeError("the evaluator returned an evaluation it did not store (no eval_id)")
+            if same is not None and same.evaluation:
+                evaluation = Evaluation.model_validate_json(same.evaluation)
+                warnings.append(
+                    f"duplicate: this kernel is node {same.node_id}'s again (compared without trailing whitespace "
+                    f"and blank lines), so nothing was run: node {same.node_id}'s stored evaluation "
+                    f"({evaluation.verdict.value}) is reused. The step is used and counts in the budget; send a "
+                    "kernel that differs from every node of the search next time.")
+            else:
+                same = None
+                evaluation = self.evaluator.evaluate(search.task_id, source, progress)
+                if not evaluation.eval_id:
+                    raise RuntimeError("the evaluator returned an evaluation it did not store (no eval_id)")
         except BaseException:
-            with self.store.write() as tx:
-                R.release_step(tx, step_id, token)
+            with self.store.write() as tx:  # the caller may try again: its lease starts over
+                R.release_step(tx, step_id, token, lease_until=time.time() + self.lease_s)
             raise
-        return self._attach(search_id, step, token, source, note, evaluation)
+        result = self._attach(search_id, step, token, source, note, evaluation, key)
+        result.warnings = warnings
+        result.duplicate_of = same.node_id if same is not None else None
+        if next:
+            try:
+                result.next_step = self.next_step(search_id)
+            except UserError as exc:  # the node is added; only the next brief is missing
+                result.warnings.append(f"no next step in this result: {exc}")
+        return result
+
+    def expand_nodes(self, search_id: str, items: Sequence[ExpandItem | Mapping[str, Any]], next: int = 0,
+                     progress: Progress | None = None) -> ExpandBatch:
+        """Several steps' kernels evaluated at once (threads; the judge runs them on its workers), one result
+        per item; an item that fails gets its error, the others go on. `next`: then hand out that many
+        briefs (next_step(count=next))."""
+        return BATCH.expand_batch(self, search_id, items, next, progress)
 
     def _usable_step(self, search_id: str, step_id: str) -> StepRecord:
         step = self._read(R.load_step, step_id)
@@ -195,6 +303,14 @@ class SearchService:
             assert step is not None  # steps are never deleted
         if step.search_id != search_id:
             raise UserError(f"step {step_id} belongs to search {step.search_id}, not {clip(printable(search_id))}")
+        if step.status == "expired" or (step.status == "pending" and step.lease_until is not None
+                                        and step.lease_until <= time.time()):
+            with self.store.write() as tx:
+                R.expire_steps(tx, search_id, time.time())
+            lease = f"{self.lease_s / 60:g} minutes" if self.lease_s >= 120 else f"{self.lease_s:g} seconds"
+            raise UserError(f"step {step_id} expired: it was not expanded within {lease} of "
+                            "the last next_step that handed it out, so it went back (its place in the tree and "
+                            "its share of the budget are free again). Call next_step for a new step.")
         if step.status == "done":
             raise UserError(f"step {step_id} was already used (it made node {step.node_id}); "
                             "a step id is used once: call next_step for a new one")
@@ -223,7 +339,7 @@ class SearchService:
         return source
 
     def _attach(self, search_id: str, step: StepRecord, token: str, source: str, note: str,
-                evaluation: Evaluation) -> ExpandResult:
+                evaluation: Evaluation, key: str) -> ExpandResult:
         verdict = evaluation.verdict.value
         with self._lock:
             with self.store.write() as tx:
@@ -240,7 +356,7 @@ class SearchService:
                 best_speedup = evaluation.speedup if is_new_best else (
                     tree.nodes[best_id].speedup if best_id is not None else None)
                 path = [node.node_id] + tree.path_to_root(parent.node_id)
-                R.insert_node(tx, search_id, node, step.step_id, note, evaluation.eval_id, source)
+                R.insert_node(tx, search_id, node, step.step_id, note, evaluation.eval_id, source, key)
                 R.backpropagate(tx, search_id, path, r)
                 version = R.finish_step(tx, search_id, step.step_id, node.node_id, best_id, best_speedup)
             tree.add(node)
@@ -255,21 +371,21 @@ class SearchService:
 
     # -- views ---------------------------------------------------------------------------------
     def get_search(self, search_id: str, include_sources: bool = False) -> SearchTree:
-        open_step = self._open_step(search_id)  # a stale claim is released, nothing is opened
+        out = self._open_steps(search_id)  # a stale claim is released, nothing is opened
         with self.store.snapshot() as conn:
             search = self._search(search_id, conn)
             nodes = R.all_nodes(conn, search_id, sources=include_sources)
-        return V.tree_view(search, nodes, open_step.step_id if open_step else None, include_sources)
+        return V.tree_view(search, nodes, [s.step_id for s in out], include_sources)
 
     def summary(self, search_id: str) -> SearchSummary:
         """One search's summary without loading its nodes; NotFound for an unknown id. Reads only (but releases
         a stale claim, as get_search does): it never opens a step."""
         search = self._search(search_id)
-        open_step = self._open_step(search_id)
-        return V.summary(search, open_step.step_id if open_step else None)
+        out = self._open_steps(search_id)
+        return V.summary(search, [s.step_id for s in out])
 
     def list_searches(self, task_id: str | None = None) -> list[SearchSummary]:
-        return [V.summary(s, s.open_step) for s in self._read(R.all_searches, task_id)]
+        return [V.summary(s, s.open_step_ids) for s in self._read(R.all_searches, task_id)]
 
     def best_kernel(self, search_id: str) -> BestKernel:
         """The best node (adaexplore_mcp.ranking) with its source and evaluation; a UserError when none passed."""
@@ -323,4 +439,4 @@ class SearchService:
         return tree
 
 
-__all__ = ["CLAIM_TIMEOUT_S", "MAX_NOTE_CHARS", "TREE_SOURCE_CHARS", "SearchService"]
+__all__ = ["CLAIM_TIMEOUT_S", "MAX_NOTE_CHARS", "STEP_LEASE_S", "TREE_SOURCE_CHARS", "SearchService"]

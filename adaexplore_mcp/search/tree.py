@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from adaexplore_mcp.ranking import beats, best_of
@@ -67,6 +68,8 @@ class Tree:
     anchor_best: dict[int, int] = field(default_factory=dict)
     best: int | None = None  # the best node so far (adaexplore_mcp.ranking)
     version: int = 0  # the searches.version this tree reflects (the service's cache key)
+    # Small steps handed out but not yet expanded, by parent: they count as small children (see `with_pending`).
+    pending_small: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def new(cls) -> "Tree":
@@ -183,10 +186,32 @@ def choose_step(
     if node.kind == "root":
         return "large"
     draw = rng.random()
-    small_children = sum(1 for v in node.children if tree.nodes[v].kind == "small")
+    small_children = sum(1 for v in node.children if tree.nodes[v].kind == "small") + tree.pending_small.get(p, 0)
     if small_children >= max_small_children or draw < p_large:
         return "large"
     return "small"
+
+
+def with_pending(tree: Tree, pending: Iterable[tuple[int, str]]) -> Tree:
+    """The tree as selection sees it while steps are out (virtual loss): each pending step, given as (the node
+    it grows, its kind), counts as one visit with reward 0 of that node and of every ancestor, and a pending
+    small step counts as a small child of its node. So steps handed out together spread over the tree instead
+    of all growing the node UCT likes best, and a node gets no more than `max_small_children` small children.
+    A copy: `tree` (the service's cache) is left as it is. With nothing pending, `tree` itself."""
+    pending = list(pending)
+    if not pending:
+        return tree
+    nodes = list(tree.nodes)
+    visits: dict[int, int] = {}
+    small: dict[int, int] = {}
+    for node_id, kind in pending:
+        for i in tree.path_to_root(node_id):
+            visits[i] = visits.get(i, 0) + 1
+        if kind == "small":
+            small[node_id] = small.get(node_id, 0) + 1
+    for i, extra in visits.items():
+        nodes[i] = replace(nodes[i], visits=nodes[i].visits + extra)  # W unchanged: a loss until expanded
+    return Tree(nodes=nodes, anchor_best=tree.anchor_best, best=tree.best, version=tree.version, pending_small=small)
 
 
 def backpropagate(tree: Tree, node_id: int, r: float, path: list[int] | None = None) -> list[int]:

@@ -12,6 +12,7 @@ from adaexplore_mcp.search import tree as T
 STRATEGIES = ("adaexplore", "iterative_refinement", "parallel_sampling")
 Strategy = Literal["adaexplore", "iterative_refinement", "parallel_sampling"]
 MAX_BUDGET = 10_000
+MAX_STEPS_AT_ONCE = 8  # next_step(count=...) and expand_nodes(items=...) take at most this many
 
 
 class SearchParams(BaseModel):
@@ -93,7 +94,7 @@ class MemoryEntry(KernelRef):
     diff_base: int | None = None
 
 
-class StepBrief(BaseModel):
+class Brief(BaseModel):
     """What the assistant needs for one step, or `done: true` when the budget is spent."""
 
     search_id: str
@@ -127,6 +128,14 @@ class StepBrief(BaseModel):
     best: BestSummary | None = None
 
 
+class StepBrief(Brief):
+    """One step's brief (the first step handed out) and, when several were asked for, the others."""
+
+    more_steps: list[Brief] = Field(
+        default_factory=list, description="next_step(count>1): the briefs of the other steps handed out with "
+        "this one (each a full brief with its own step_id); empty for count=1")
+
+
 class ExpandResult(BaseModel):
     search_id: str
     step_id: str
@@ -140,6 +149,39 @@ class ExpandResult(BaseModel):
     steps_used: int
     steps_left: int
     done: bool
+    duplicate_of: int | None = Field(default=None, description="the node this kernel repeats (same source "
+                                     "after normalization); its stored evaluation was reused, nothing was run")
+    warnings: list[str] = Field(default_factory=list)
+    next_step: StepBrief | None = Field(default=None, description="expand_node(next=true): the next brief, as "
+                                        "next_step would give it")
+
+
+class ExpandItem(BaseModel):
+    """One step's answer in expand_nodes: edits (small steps) or a full kernel_source, and a one-line note."""
+
+    step_id: str
+    kernel_source: str | None = None
+    edits: list[Edit] | None = None
+    note: str = ""
+
+
+class ExpandItemResult(BaseModel):
+    """One item's outcome: its result, or the error that stopped that item alone."""
+
+    step_id: str
+    ok: bool
+    result: ExpandResult | None = None
+    error: str | None = None
+
+
+class ExpandBatch(BaseModel):
+    search_id: str
+    results: list[ExpandItemResult] = Field(description="one per item, in the order of the items")
+    steps_used: int
+    steps_left: int
+    done: bool
+    warnings: list[str] = Field(default_factory=list)
+    next_step: StepBrief | None = Field(default=None, description="expand_nodes(next=k): the next k briefs")
 
 
 class NodeView(BaseModel):
@@ -171,7 +213,9 @@ class SearchSummary(BaseModel):
     done: bool
     best_node_id: int | None
     best_speedup: float | None
-    pending_step_id: str | None
+    pending_step_id: str | None = Field(description="the oldest step handed out and not yet expanded")
+    pending_step_ids: list[str] = Field(default_factory=list, description="every step handed out and not yet "
+                                        "expanded (within its lease), oldest first")
     created_at: float
     updated_at: float
 

@@ -84,15 +84,17 @@ def best_summary(search_id: str, tree: Tree) -> BestSummary | None:
                        kernel_uri=B.kernel_uri(search_id, n.node_id))
 
 
-def summary(search: SearchRecord, open_step: str | None) -> SearchSummary:
+def summary(search: SearchRecord, open_steps: Sequence[str]) -> SearchSummary:
+    """The search's counters and best, with the steps out (handed out, not yet expanded), oldest first."""
     return SearchSummary(
         search_id=search.search_id, task_id=search.task_id, strategy=search.strategy, budget=search.budget,
         seed=search.seed, steps_used=search.steps_used, steps_left=search.steps_left,
         done=search.steps_used >= search.budget, best_node_id=search.best_node_id, best_speedup=search.best_speedup,
-        pending_step_id=open_step, created_at=search.created_at, updated_at=search.updated_at)
+        pending_step_id=open_steps[0] if open_steps else None, pending_step_ids=list(open_steps),
+        created_at=search.created_at, updated_at=search.updated_at)
 
 
-def tree_view(search: SearchRecord, records: Sequence[NodeRecord], open_step: str | None,
+def tree_view(search: SearchRecord, records: Sequence[NodeRecord], open_steps: Sequence[str],
               include_sources: bool) -> SearchTree:
     """The whole tree; sources (when asked for) within TREE_SOURCE_CHARS in all, each full one at its URI."""
     nodes: list[NodeView] = []
@@ -108,7 +110,7 @@ def tree_view(search: SearchRecord, records: Sequence[NodeRecord], open_step: st
         nodes.append(n)
     # The best node after each step (the root included, as step 0); 1.0 while that node is untimed.
     curve = [None if b is None else (b.speedup if b.speedup is not None else 1.0) for b in running_best(nodes)]
-    return SearchTree(**summary(search, open_step).model_dump(), params=search.search_params,
+    return SearchTree(**summary(search, open_steps).model_dump(), params=search.search_params,
                       nodes=nodes, best_curve=curve)
 
 

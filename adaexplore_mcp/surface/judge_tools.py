@@ -51,7 +51,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     def list_tasks(origin: str | None = None) -> TaskList:
         """List known tasks: the built-in library, your own and synthesized ones (filter with origin =
         'builtin', 'user' or 'synthesized'). Each has task_id, name, description, degenerate, shapes when known.
-        Cheap. A task's reference source is the resource adaexplore://tasks/{task_id}/reference."""
+        Cheap. get_task(task_id) returns one task with its reference source (also the resource
+        adaexplore://tasks/{task_id}/reference)."""
         return TaskList(tasks=get_app().tasks.list(origin))
 
     async def evaluate_kernel(

@@ -1,4 +1,4 @@
-"""The search: start_search, next_step, expand_node (+ submit_expand), get_search, best_kernel,
+"""The search: start_search, next_step, expand_node (+ submit_expand), expand_nodes, get_search, best_kernel,
 list_searches, export_kernel, search_report."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import ExportedKernel, SearchReport
 from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
+from adaexplore_mcp.search.types import ExpandBatch, ExpandItem
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 
@@ -33,7 +34,29 @@ exactly once; otherwise nothing is added and the step stays pending), or a full 
 needs a full `kernel_source` (a complete ModelNew). `note`: one line on what you tried. The server evaluates
 the kernel (same judge as evaluate_kernel: seconds on a GPU, longer under the CPU interpreter), adds the node,
 backpropagates its reward and returns node_id, the evaluation, the reward, the best so far, is_new_best and
-steps_left. A step id is used once."""
+steps_left. A step id is used once. `next=true`: the result also carries the next brief in `next_step` (what
+next_step(search_id) would return), so one call per step is enough. A kernel identical to a node already in this
+search (ignoring trailing whitespace and blank lines) is not run again: its stored evaluation is reused, the
+step still counts, `duplicate_of` names that node and `warnings` says so. A step not expanded within 30 minutes
+of the next_step that handed it out expires: expanding it then is an error; call next_step for a new one."""
+
+NEXT_STEP_DOC = """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided
+by `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the `pool`
+of the best kernels of other branches), `rules` every kernel must respect, the task, instructions and steps_left.
+Calling it again before expand_node returns the same step. When the budget is spent, `done` is true and the brief
+names the best node. Cheap.
+`count` (1-8, default 1) is how many steps you work on at once, e.g. to write several kernels in parallel: the
+steps already handed out and not yet expanded come first, then new ones until `count` are out (never past the
+budget); the first brief fills the result's fields, the others are in `more_steps`. Steps handed out together are
+spread over the tree (a step out counts as a visit of the node it grows until it is expanded). Each step must be
+expanded within 30 minutes of the last next_step that returned it, or it expires. Replay: the same seed and the
+same sequence of calls (counts, and expansions in the same order with the same results) give the same tree."""
+
+EXPAND_NODES_DOC = """Answer several steps of one search in one call: `items` is a list of 1-8 {"step_id",
+"kernel_source" or "edits", "note"}, each as in expand_node (get the steps with next_step(count=k)). The kernels
+are evaluated at the same time; `results` has one entry per item, in order: ok with the expand_node result, or
+ok=false with that item's error (a bad edit, a step already used or expired...), which leaves the other items
+unaffected. `next` (0-8): also hand out that many next briefs (as next_step(count=next)) in `next_step`."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
@@ -49,14 +72,10 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
 
-    @mcp.tool(annotations=IDEMPOTENT)
-    def next_step(search_id: str) -> StepBrief:
-        """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided by
-        `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the
-        `pool` of the best kernels of other branches), `rules` every kernel must respect, the task, instructions
-        and steps_left. Calling it again before expand_node returns the same step. When the budget is spent,
-        `done` is true and the brief names the best node. Cheap."""
-        return get_app().search.next_step(search_id)
+    def next_step(search_id: str, count: int = 1) -> StepBrief:
+        return get_app().search.next_step(search_id, count)
+
+    mcp.tool(description=NEXT_STEP_DOC, annotations=IDEMPOTENT)(next_step)
 
     async def expand_node(
         search_id: str,
@@ -64,16 +83,24 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         kernel_source: str | None = None,
         edits: list[Edit] | None = None,
         note: str = "",
+        next: bool = False,
         ctx: Context | None = None,
     ) -> ExpandResult:
-        return await run_blocking(ctx, get_app().search.expand_node, search_id, step_id, kernel_source, edits, note)
+        return await run_blocking(ctx, get_app().search.expand_node, search_id, step_id, kernel_source, edits, note,
+                                  next=next)
 
     mcp.tool(description=EXPAND_DOC, annotations=ADDITIVE)(expand_node)
+
+    async def expand_nodes(search_id: str, items: list[ExpandItem], next: int = 0,
+                           ctx: Context | None = None) -> ExpandBatch:
+        return await run_blocking(ctx, get_app().search.expand_nodes, search_id, items, next)
+
+    mcp.tool(description=EXPAND_NODES_DOC, annotations=ADDITIVE)(expand_nodes)
 
     @mcp.tool(annotations=ADDITIVE)
     def submit_expand(
         search_id: str, step_id: str, kernel_source: str | None = None, edits: list[Edit] | None = None,
-        note: str = "",
+        note: str = "", next: bool = False,
     ) -> Job:
         """Same as expand_node but returns a job_id at once; poll get_job(job_id) until 'done' (its result is the
         expand_node result). For clients that time out calls after ~60 s (e.g. CPU interpreter runs)."""
@@ -81,7 +108,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         app.search.summary(search_id)  # unknown searches fail now, not in the background
         return app.jobs.submit(
             "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
-                                                              progress=progress)
+                                                              progress=progress, next=next)
         )
 
     @mcp.tool(annotations=READ_ONLY)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adaexplore_mcp.tasks.format import TaskFormatError, check_small_shapes, check_static
+from adaexplore_mcp.tasks.format import TaskFormatError, check_small_shapes, check_static, integer_constants
 
 if TYPE_CHECKING:
     from adaexplore_mcp.tasks.synthesis import SynthesizedTask
@@ -27,3 +27,19 @@ def format_problem(task: SynthesizedTask) -> str | None:
     except TaskFormatError as exc:
         return str(exc)
     return None
+
+
+def probe_shapes(source: str) -> dict[str, int]:
+    """Full feature sizes with a small batch (8; spatial size capped at 32 unless the source reduces
+    over H, W, then batch 4): reductions and normalizations see their real extent, so degeneracy
+    that only appears at full size shows."""
+    consts = integer_constants(source)
+    spatial_reduction = "dim=(2, 3)" in source or "dim=[2, 3]" in source
+    probe: dict[str, int] = {}
+    if "batch_size" in consts:
+        probe["batch_size"] = min(consts["batch_size"], 4 if spatial_reduction else 8)
+    if not spatial_reduction:  # a reduction over H, W must see its full extent
+        for k in ("height", "width"):
+            if k in consts:
+                probe[k] = min(consts[k], 32)
+    return probe

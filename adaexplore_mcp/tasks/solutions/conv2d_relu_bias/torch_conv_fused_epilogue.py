@@ -26,7 +26,7 @@ class ModelNew(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
         super().__init__()
         self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
-        self.bias = nn.Parameter(torch.zeros(bias_shape))
+        self.bias = nn.Parameter(torch.randn(bias_shape) * 0.1)  # as the reference builds it (same seed)
 
     def forward(self, x):
         # the convolution itself stays in cuDNN (no bias); bias + ReLU + bias are one Triton pass

@@ -27,6 +27,9 @@ class ModelNew(nn.Module):
     def __init__(self, hidden):
         super().__init__()
         self.ln = nn.LayerNorm(hidden, eps=1e-5)
+        with torch.no_grad():  # as the reference builds it (same seed)
+            self.ln.weight.copy_(torch.randn(hidden) * 0.5 + 1.0)
+            self.ln.bias.copy_(torch.randn(hidden) * 0.5)
 
     def forward(self, x):
         x = x.contiguous()

@@ -23,7 +23,7 @@ class ModelNew(nn.Module):
     def __init__(self, hidden, eps=1e-6):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(hidden))
+        self.weight = nn.Parameter(torch.randn(hidden) * 0.5 + 1.0)  # as the reference builds it (same seed)
 
     def forward(self, x):
         x = x.contiguous()

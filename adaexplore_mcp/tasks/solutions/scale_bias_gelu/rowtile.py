@@ -25,8 +25,8 @@ def _scale_bias_gelu_kernel(x_ptr, scale_ptr, bias_ptr, out_ptr, n_cols, BLOCK_N
 class ModelNew(nn.Module):
     def __init__(self, dim):
         super().__init__()
-        self.scale = nn.Parameter(torch.ones(dim))
-        self.bias = nn.Parameter(torch.zeros(dim))
+        self.scale = nn.Parameter(torch.randn(dim) * 0.5 + 1.0)  # as the reference builds them (same seed)
+        self.bias = nn.Parameter(torch.randn(dim) * 0.5)
 
     def forward(self, x):
         x = x.contiguous()
