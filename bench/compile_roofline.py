@@ -29,23 +29,7 @@ if str(ROOT) not in sys.path:
 from adaexplore_mcp.config import Settings  # noqa: E402
 from adaexplore_mcp.judge import Judge  # noqa: E402
 from adaexplore_mcp.tasks.format import TaskSpec  # noqa: E402
-
-
-def load_pairs(names: list[str] | None) -> list[tuple[TaskSpec, str]]:
-    """(task, its shipped solution) for the built-in tasks that have one."""
-    from adaexplore_mcp.tasks.library import builtin_tasks
-    from adaexplore_mcp.tasks.solutions import reference_solution
-
-    pairs = []
-    for t in builtin_tasks():
-        if names and t.name not in names:
-            continue
-        try:
-            solution = reference_solution(t.name)
-        except KeyError:
-            continue
-        pairs.append((TaskSpec(task_id=t.name, name=t.name, source=t.source, small_shapes=t.small_shapes), solution))
-    return pairs
+from bench.judge_latency import load_pairs  # noqa: E402 - the same (task, shipped solution) pairs
 
 
 def _row(task: TaskSpec, first: Any, first_s: float, warm: Any, warm_s: float, profile: Any, profile_s: float,
