@@ -203,6 +203,9 @@ class Timing(BaseModel):
     roofline: Roofline | None = None
     roofline_unavailable: str | None = None
     clocks: Clocks | None = Field(default=None, description="SM and memory clocks when timed")
+    wall_per_call_ms: dict[str, float] | None = Field(default=None, description="the judge's own wall clock per "
+                                                      "call (slope over blocks), candidate and reference: what "
+                                                      "the candidate's events are held to")
 
 
 class PrecisionReport(BaseModel):

@@ -15,7 +15,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="judge_latency judge_gpu_tests redteam_gpu" bash bench/gpu_run.sh "$OUT"        (about 8 min)
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 # and the older measurements: search_strategies adapt_loop worked_example collect_errors.
-STAGES="${STAGES:-judge_latency judge_gpu_tests redteam_gpu}"
+STAGES="${STAGES:-timing_agreement judge_latency judge_gpu_tests redteam_gpu}"
 LATENCY_TASKS="${LATENCY_TASKS:-}"
 stage() {  # stage NAME SECONDS COMMAND...: run with a time cap, log, never stop the batch
   local name="$1" cap="$2"; shift 2
@@ -36,12 +36,15 @@ pack() {  # after every stage, so a batch cut short still brings back what it me
 } > "$RES/environment.txt" 2>&1
 cat "$RES/environment.txt"
 
-stage judge_latency 240 python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"}
+AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,layernorm,linear_bias_relu}"
+stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
+  --tasks "$AGREEMENT_TASKS" --repeats 2
+stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"}
 stage judge_gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
-stage redteam_gpu 150 python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
-stage large_tasks 300 python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count 30
+stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
+stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
+stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count 30
 stage compile_roofline 180 python3 bench/compile_roofline.py --out "$RES/compile_roofline.json"
-stage fidelity_gpu 120 env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
 # The rest share one data directory (and so one lock per GPU: timings never overlap).
 stage search_strategies 120 python3 bench/search_strategies.py --tasks 3 --budget 6 --home "$HOME_DIR" \
   --out "$RES/search_strategies.json" &

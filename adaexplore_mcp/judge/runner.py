@@ -288,21 +288,46 @@ class Runner:
                 reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
         return result, reply
 
+    def _timing_target(self, req: dict, bufs: list[bytes]) -> tuple[list[list[Any]], Any]:
+        """The input sets and the model a `time` or `prime` request names (None: not compiled here)."""
+        if "key" in req:  # the reference times on the input sets it drew itself
+            sets = [list(inputs) for inputs, _ in self.kept[str(req["key"])]]
+        else:
+            sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
+        return sets, self.compiled if req.get("variant") == "compiled" else self.model
+
+    def op_prime(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """GPU: the calls of the next timed block, untimed, every output kept until the last, then dropped.
+        The caching allocator then holds the memory the timed block's kept outputs need: without this a fresh
+        process (every candidate runs in one) pays cudaMalloc inside its timed calls, which measured its
+        kernels 2-4x slower than an independent harness did (bench/timing_agreement.py)."""
+        sets, model = self._timing_target(req, bufs)
+        if model is None:
+            return {"ref_error": "the reference has not been compiled in this process"}
+        mode = req.get("mode", "strict")
+        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
+        try:
+            with torch.no_grad():
+                kept = [model(*sets[i % len(sets)]) for i in range(int(req["calls"]))]
+            torch.cuda.synchronize()
+        except BaseException as exc:  # noqa: BLE001
+            return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
+        finally:
+            precision.pin_strict()
+        del kept
+        return {"ok": True}
+
     def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: `calls` timed calls cycling over the given input sets, every output kept and returned."""
         from .timing import Bench
 
         if self.bench is None:
             self.bench = Bench()
-        if "key" in req:  # the reference times on the input sets it drew itself
-            sets = [list(inputs) for inputs, _ in self.kept[str(req["key"])]]
-        else:
-            sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
-        mode = req.get("mode", "strict")
-        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
-        model = self.compiled if req.get("variant") == "compiled" else self.model
+        sets, model = self._timing_target(req, bufs)
         if model is None:
             return {"ref_error": "the reference has not been compiled in this process"}
+        mode = req.get("mode", "strict")
+        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         try:
             with torch.no_grad():
                 times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]),

@@ -106,7 +106,7 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     becomes an `internal_error` result marked `poisoned` (the caller then starts a fresh referee)."""
     try:
         if req["op"] == "evaluate":
-            return evaluation.evaluate(referee, req, progress)
+            return _profiled(evaluation.evaluate, referee, req, progress)
         if req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
             from .referee_profile import profile
 
@@ -114,3 +114,31 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
         return probe.probe(referee, req)
     except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
         return {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
+    finally:
+        _release_device_cache()
+
+
+def _release_device_cache() -> None:
+    """Give the referee's cached device memory back after every request: its copies of one task's inputs
+    (up to several GiB) otherwise stay reserved, and over a series of large tasks the referees held
+    50-70 GiB of an H200 and later tasks ran out of memory."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def _profiled(fn: Any, *args: Any) -> Any:
+    """`fn(*args)`, under cProfile when ADAEXPLORE_PROFILE_DIR names a directory (one .prof file per call):
+    where a referee's latency goes, for bench/timing_agreement.py --profile. Off by default."""
+    directory = os.environ.get("ADAEXPLORE_PROFILE_DIR")
+    if not directory:
+        return fn(*args)
+    import cProfile
+
+    profiler = cProfile.Profile()
+    try:
+        return profiler.runcall(fn, *args)
+    finally:
+        profiler.dump_stats(str(Path(directory) / f"referee-{os.getpid()}-{time.time_ns()}.prof"))
