@@ -179,8 +179,15 @@ class Referee:
     def call_ref(self, ref: Reference, header: dict, deadline: float, what: str,
                  buffers: list[Any] = ()) -> tuple[dict, list[bytes]]:
         """A call to a reference runner; any failure of the reference is a ReferenceFailure."""
+        return self._checked_ref(ref, what, lambda: ref.runner.call(header, list(buffers), deadline, max_reply=1 << 34))
+
+    def receive_ref(self, ref: Reference, deadline: float, what: str) -> tuple[dict, list[bytes]]:
+        """The reference runner's next message for the request in flight (see `RunnerHandle.receive`)."""
+        return self._checked_ref(ref, what, lambda: ref.runner.receive(deadline, max_reply=1 << 34))
+
+    def _checked_ref(self, ref: Reference, what: str, exchange: Any) -> tuple[dict, list[bytes]]:
         try:
-            reply, bufs = ref.runner.call(header, list(buffers), deadline, max_reply=1 << 34)
+            reply, bufs = exchange()
         except RunnerGone as exc:
             self.refs.pop(ref.key, None)
             raise ReferenceFailure(_gone_text(what, exc)) from None

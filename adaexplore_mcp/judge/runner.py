@@ -289,33 +289,12 @@ class Runner:
         return result, reply
 
     def _timing_target(self, req: dict, bufs: list[bytes]) -> tuple[list[list[Any]], Any]:
-        """The input sets and the model a `time` or `prime` request names (None: not compiled here)."""
+        """The input sets and the model a `time` request names (None: not compiled here)."""
         if "key" in req:  # the reference times on the input sets it drew itself
             sets = [list(inputs) for inputs, _ in self.kept[str(req["key"])]]
         else:
             sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
         return sets, self.compiled if req.get("variant") == "compiled" else self.model
-
-    def op_prime(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """GPU: the calls of the next timed block, untimed, every output kept until the last, then dropped.
-        The caching allocator then holds the memory the timed block's kept outputs need: without this a fresh
-        process (every candidate runs in one) pays cudaMalloc inside its timed calls, which measured its
-        kernels 2-4x slower than an independent harness did (bench/timing_agreement.py)."""
-        sets, model = self._timing_target(req, bufs)
-        if model is None:
-            return {"ref_error": "the reference has not been compiled in this process"}
-        mode = req.get("mode", "strict")
-        precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
-        try:
-            with torch.no_grad():
-                kept = [model(*sets[i % len(sets)]) for i in range(int(req["calls"]))]
-            torch.cuda.synchronize()
-        except BaseException as exc:  # noqa: BLE001
-            return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
-        finally:
-            precision.pin_strict()
-        del kept
-        return {"ok": True}
 
     def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: `calls` timed calls cycling over the given input sets, every output kept and returned."""
@@ -330,6 +309,8 @@ class Runner:
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         try:
             with torch.no_grad():
+                if req.get("prime"):
+                    self._prime(model, sets, int(req["calls"]))
                 times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]),
                                                int(req.get("warmup", 1)))
         except BaseException as exc:  # noqa: BLE001
@@ -339,6 +320,16 @@ class Runner:
         packs: list[Any] = []
         self.kept["timed"] = (outs, packs)
         return {"times_ms": times, "outputs": wire.encode_value(outs, out, packs)["list"]}
+
+    def _prime(self, model: Any, sets: list[list[Any]], calls: int) -> None:
+        """The block's calls once untimed, every output kept until the last, then dropped; then "primed" to
+        the referee, whose wall clock starts there. The caching allocator then holds the memory the timed
+        calls' kept outputs need: without this a fresh process (every candidate runs in one) paid cudaMalloc
+        inside its timed calls, 2-4x its kernels' time (bench/timing_agreement.py)."""
+        kept = [model(*sets[i % len(sets)]) for i in range(calls)]
+        torch.cuda.synchronize()
+        del kept
+        wire.send(self.conn, {"primed": True})
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: device time by kernel name of `runs` calls under torch.profiler (evidence, reported as-is);
@@ -438,6 +429,7 @@ class Runner:
             self.kept.clear()
         if self.device == "cuda":
             torch.cuda.synchronize()
+            torch.cuda.ipc_collect()  # outputs the referee has let go of (CUDA IPC keeps them until collected)
             if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_CACHED_BYTES:
                 torch.cuda.empty_cache()  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}

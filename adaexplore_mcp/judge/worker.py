@@ -126,6 +126,7 @@ def _release_device_cache() -> None:
 
     if torch.cuda.is_initialized():
         torch.cuda.synchronize()
+        torch.cuda.ipc_collect()  # lent blocks a runner has let go of (CUDA IPC keeps them until collected)
         torch.cuda.empty_cache()
 
 
