@@ -215,3 +215,17 @@ def test_work_hidden_from_the_events_is_timed_by_the_wall_clock() -> None:
     assert hidden_per_call(blocks(0.19, 0.29), ref) is None  # honest: the same 0.1 ms outside
     assert hidden_per_call(blocks(0.0001, 0.29), ref) == pytest.approx(0.1899)  # patched events
     assert hidden_per_call(blocks(0.19, 0.30), ref) is None  # 10 us of host noise is not an accusation
+
+
+def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named(tmp_path, monkeypatch) -> None:
+    import pstats
+
+    from adaexplore_mcp.judge import worker
+
+    monkeypatch.delenv("ADAEXPLORE_PROFILE_DIR", raising=False)
+    assert worker._profiled(lambda a, b: a + b, 2, 3) == 5
+    assert not list(tmp_path.glob("*.prof"))
+    monkeypatch.setenv("ADAEXPLORE_PROFILE_DIR", str(tmp_path))
+    assert worker._profiled(lambda a, b: a * b, 2, 3) == 6
+    (prof,) = tmp_path.glob("referee-*.prof")
+    assert pstats.Stats(str(prof)).total_calls >= 1
