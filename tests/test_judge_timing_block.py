@@ -85,3 +85,77 @@ def test_priming_runs_every_call_once_keeping_their_outputs_then_says_primed() -
     assert all(r() is None for r in outputs)  # then dropped: their memory goes back to the allocator
     header = wire.json.loads(runner.conn.frames[0].decode())
     assert header["primed"] is True
+
+
+def test_the_referee_picks_the_checked_outputs_after_the_block_and_maps_only_those() -> None:
+    kept = [torch.full((2,), float(i)) for i in range(6)]
+    requests: list[dict] = []
+
+    def call(header: dict, buffers: list) -> tuple[dict, list]:
+        requests.append(header)
+        if header["op"] == "time":
+            return {"primed": True}, []
+        bufs: list = []
+        chosen = [kept[i] for i in header["indices"]]
+        return {"outputs": wire.encode_value(chosen, bufs, pack=False)["list"]}, bufs
+
+    more = lambda: ({"times_ms": [0.1] * 6, "count": 6}, [])  # noqa: E731 - the times come without outputs
+    times, _, outs = referee_timing._block(call, more, {"calls": 6}, [], pick=lambda calls: [4, 1])
+    assert len(times) == 6 and [r["op"] for r in requests] == ["time", "timed_outputs"]
+    assert requests[1]["indices"] == [4, 1]
+    assert [(i, o.tolist()) for i, o in outs] == [(4, [4.0, 4.0]), (1, [1.0, 1.0])]
+
+
+def test_a_runner_that_withholds_the_picked_outputs_fails_the_block() -> None:
+    def call(header: dict, buffers: list) -> tuple[dict, list]:
+        return ({"times_ms": [0.1, 0.1]}, []) if header["op"] == "time" else ({"outputs": []}, [])
+
+    times, _, outs = referee_timing._block(call, lambda: ({}, []), {"calls": 2}, [], pick=lambda calls: [0])
+    assert times == [] and "internal" in outs[0]
+
+
+@pytest.mark.parametrize("calls, sets", [(32, 64), (32, 32), (32, 5), (8, 1), (3, 1), (1, 1)])
+def test_the_checked_calls_are_distinct_and_include_a_pair_on_the_same_inputs_when_sets_repeat(calls, sets) -> None:
+    for _ in range(50):
+        chosen = referee_timing.pick_checked(calls, sets, 4)
+        assert len(chosen) == min(4, calls) == len(set(chosen))
+        assert all(0 <= i < calls for i in chosen)
+        if sets < calls and len(chosen) >= 2:
+            assert any((i + sets) in chosen for i in chosen), chosen
+
+
+def _ev_for_checks() -> Any:
+    from types import SimpleNamespace
+
+    from adaexplore_mcp.config import JudgeLimits
+    from adaexplore_mcp.judge.evaluation import Outcome
+
+    return SimpleNamespace(out=Outcome(), limits=JudgeLimits(), tol=(1e-2, 1e-2))
+
+
+def test_one_storage_returned_for_two_calls_is_an_output_cache() -> None:
+    ev, same = _ev_for_checks(), torch.ones(3)
+    assert not referee_timing._check_block(ev, [(0, same), (5, same)], [torch.ones(3)], 6, 6)
+    assert ev.out.fields["rejected"]["check"] == "output_reused_across_calls"
+
+
+def test_a_picked_output_that_differs_is_a_timed_mismatch_and_right_ones_pass() -> None:
+    ev = _ev_for_checks()
+    expected = [torch.zeros(3), torch.ones(3)]
+    assert referee_timing._check_block(ev, [(0, torch.zeros(3)), (3, torch.ones(3))], expected, 4, 4)
+    assert not referee_timing._check_block(ev, [(2, torch.ones(3))], expected, 4, 4)
+    assert ev.out.fields["rejected"]["check"] == "timed_output_mismatch"
+    short = _ev_for_checks()
+    assert not referee_timing._check_block(short, [(0, torch.zeros(3))], expected, 4, 3)
+    assert "reported 3 times for 4 calls" in short.out.fields["rejected"]["message"]
+
+
+def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indices() -> None:
+    runner = Runner.__new__(Runner)
+    runner.kept = {"timed": ([torch.zeros(2), torch.ones(2)], [])}
+    bufs: list = []
+    reply = runner.op_timed_outputs({"indices": [1]}, [], bufs)
+    (got,) = wire.decode_value({"list": reply["outputs"]}, bufs)
+    assert got.tolist() == [1.0, 1.0]
+    for bad in ([2], [-1], ["0"], [True], "0"):
+        assert "internal" in runner.op_timed_outputs({"indices": bad}, [], [])

@@ -260,10 +260,12 @@ class Evaluation:
                 else:
                     self.out.reject("bad_output", "the candidate's process answered the trials with no results")
                 return None
+            opened: dict = {}  # the trials' outputs may share one packed buffer: open each share once
             for k, ((inputs, ref_out), got) in enumerate(zip(made, results)):
                 trial = first + k
                 self.progress(0.2 + 0.5 * trial / n, f"checking trial {trial + 1}/{n}")
-                mismatch = self._judge_call(trial, got if isinstance(got, dict) else {}, bufs, inputs, lent[k], ref_out)
+                mismatch = self._judge_call(trial, got if isinstance(got, dict) else {}, bufs, inputs, lent[k], ref_out,
+                                            opened)
                 if mismatch is not None or self.out.done:
                     return mismatch
             if len(results) < count:
@@ -280,7 +282,8 @@ class Evaluation:
         return [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
                  wire.decode_value(s["output"], bufs, opened=opened)) for s in reply["sets"]]
 
-    def _judge_call(self, trial: int, reply: dict, bufs: list, inputs: list, lent: list, ref_out: Any) -> dict | None:
+    def _judge_call(self, trial: int, reply: dict, bufs: list, inputs: list, lent: list, ref_out: Any,
+                    opened: dict) -> dict | None:
         out = self.out
         if reply.get("frontend"):
             out.error(reply)
@@ -301,7 +304,7 @@ class Evaluation:
                        "call; the work must be done by the candidate's own @triton.jit kernels")
             return None
         try:
-            got = wire.decode_value(reply.get("outputs"), bufs)
+            got = wire.decode_value(reply.get("outputs"), bufs, opened=opened)
         except wire.WireError as exc:
             out.reject("bad_output", f"the candidate's output could not be read as plain tensors: {exc}")
             return None

@@ -105,14 +105,16 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     referee.call_ref(ref, {"op": "build", "seed": fresh_seed()}, deadline, "building the reference")
     reply, bufs = referee.call_ref(ref, {"op": "make", "seeds": [fresh_seed() for _ in range(SEEDS)], "key": "probe"},
                                    deadline, "running the reference")
-    sets = [(list(wire.decode_value(s["inputs"], bufs)), as_tensors(wire.decode_value(s["output"], bufs)))
-            for s in reply["sets"]]
+    opened: dict = {}  # one opening per CUDA IPC share of the message (each opening releases one count)
+    sets = [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
+             as_tensors(wire.decode_value(s["output"], bufs, opened=opened))) for s in reply["sets"]]
     runs = [o for _, o in sets]
     if not all(isinstance(o, torch.Tensor) for o in runs[0]):
         raise ReferenceFailure("the reference's forward must return a tensor or a tuple/list of tensors, "
                                f"got {[type(o).__name__ for o in runs[0]]}")
     rerun, rbufs = referee.call_ref(ref, {"op": "rerun", "key": "probe"}, deadline, "running the reference again")
-    again = [as_tensors(wire.decode_value(o, rbufs)) for o in rerun["outputs"]]
+    reopened: dict = {}
+    again = [as_tensors(wire.decode_value(o, rbufs, opened=reopened)) for o in rerun["outputs"]]
     diff = max(_max_diff(a, b) for a, b in zip(runs, again))
     deterministic = diff == 0.0
     if not deterministic:

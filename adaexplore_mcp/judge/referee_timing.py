@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -66,31 +67,56 @@ def profile_share(ev: Any) -> dict[str, Any] | None:
             "note": "measured by torch.profiler inside the candidate's process"}
 
 
-def _block(call: Any, more: Any, header: dict, buffers: list) -> tuple[list[float], float, list]:
-    """One timed block: (per-call event ms as reported, referee wall ms, the decoded outputs).
+def _block(call: Any, more: Any, header: dict, buffers: list,
+           pick: Callable[[int], list[int]] | None = None) -> tuple[list[float], float, list]:
+    """One timed block: (per-call event ms as reported, referee wall ms, outputs).
 
     The runner first runs the block's calls untimed (its allocator then holds every kept output's memory,
-    so no cudaMalloc lands inside a timed call) and says "primed"; the wall clock starts there. A runner
-    that never says it is timed from the request (which can only make it slower)."""
+    so no cudaMalloc lands inside a timed call) and says "primed"; the wall clock starts there (a runner
+    that never says it is timed from the request, which can only make it slower). It answers with its
+    times alone and keeps every output. With `pick`, the referee then chooses which outputs it checks
+    (`pick(calls)` -> indices, after the block: the runner cannot know them in advance), maps those and
+    waits for the device: work still pending behind them counts on the wall clock. Mapping a handful of
+    outputs costs the same in every block, so it cancels in the slope (`wall_per_call`); mapping all of
+    them did not, and made honest candidates look as if they hid 0.03-0.08 ms per call.
+    Returns `[(index, output), ...]` as outputs with `pick`, `[]` without, `[reply]` on a failure."""
     t0 = time.perf_counter()
-    reply, bufs = call({"op": "time", "warmup": 1, "prime": True, **header}, buffers)
+    reply, _ = call({"op": "time", "warmup": 1, "prime": True, **header}, buffers)
     if reply.get("primed") is True:
         t0 = time.perf_counter()
-        reply, bufs = more()
-    replied = time.perf_counter()
+        reply, _ = more()
+    wall = time.perf_counter() - t0
     if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
         return [], 0.0, [reply]
-    opened: dict = {}
-    outs = [wire.decode_value(o, bufs, opened=opened) for o in reply.get("outputs", [])]
-    mapped = time.perf_counter()
-    torch.cuda.synchronize()  # mapping made this process wait on the outputs' IPC events: work still pending
-    # The wall clock: until the reply, plus the wait for the device after mapping. The referee's own CPU time
-    # opening one IPC handle per output is left out: it grows with the calls (a slope, see `wall_per_call`)
-    # and differs between a fresh candidate process and a long-lived reference, which made honest
-    # candidates look as if they hid 0.07 ms per call (bench/timing_agreement.py).
-    wall = ((replied - t0) + (time.perf_counter() - mapped)) * 1e3
     times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
-    return times, wall, outs
+    if pick is None:
+        return times, wall * 1e3, []
+    indices = pick(int(header["calls"]))
+    got, bufs = call({"op": "timed_outputs", "indices": indices}, [])
+    if not isinstance(got.get("outputs"), list) or len(got["outputs"]) != len(indices):
+        return [], 0.0, [got if "verdict" in got or "internal" in got else
+                         {"internal": "the runner did not return the timed outputs asked for"}]
+    opened: dict = {}
+    outs = [wire.decode_value(o, bufs, opened=opened) for o in got["outputs"]]
+    mapped = time.perf_counter()
+    torch.cuda.synchronize()  # mapping made this process wait on the outputs' IPC events
+    wall += time.perf_counter() - mapped
+    return times, wall * 1e3, list(zip(indices, outs))
+
+
+def pick_checked(calls: int, sets: int, checked: int = 4) -> list[int]:
+    """Which timed calls' outputs the referee checks: `checked` at random, and when the calls cycle over
+    fewer input sets than there are calls, one pair given the same inputs (an output cache keyed on the
+    inputs would return one storage for both). Pure but for the random draw."""
+    checked = min(checked, calls)
+    chosen: list[int] = []
+    if sets < calls and checked >= 2:
+        first = random.randrange(calls - sets)
+        chosen = [first, first + sets]
+    rest = [i for i in range(calls) if i not in chosen]
+    chosen += random.sample(rest, checked - len(chosen))
+    random.shuffle(chosen)
+    return chosen
 
 
 class _Sides:
@@ -162,11 +188,12 @@ def time_candidate(ev: Any) -> None:
         cand_blocks = []
         for length in BLOCK_LENGTHS:
             n = length * calls
-            times, wall, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": n}, [])
+            times, wall, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": n}, [],
+                                       pick=lambda calls: pick_checked(calls, len(sets), CHECKED_PER_BLOCK))
             if not times:
                 out.error(outs[0] if outs else {})
                 return
-            if not _check_block(ev, outs, expected, n):
+            if not _check_block(ev, outs, expected, n, len(times)):
                 return
             del outs
             ev.cand_call({"op": "release"})
@@ -223,20 +250,20 @@ def _estimate(ev: Any, sides: _Sides) -> float:
     return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
 
 
-def _check_block(ev: Any, outs: list, expected: list, calls: int) -> bool:
-    """Randomly chosen outputs of the timed calls must match; no storage may be returned twice."""
+def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: list, calls: int, timed: int) -> bool:
+    """The outputs the referee picked must match, and no storage may be returned for two calls."""
     out, limits = ev.out, ev.limits
-    ptrs = [t.data_ptr() for o in outs for t in as_tensors(o) if isinstance(t, torch.Tensor) and t.numel()]
+    if timed != calls:
+        out.reject("timed_output_mismatch", f"the timed block reported {timed} times for {calls} calls")
+        return False
+    ptrs = [t.data_ptr() for _, o in outs for t in as_tensors(o) if isinstance(t, torch.Tensor) and t.numel()]
     if len(set(ptrs)) != len(ptrs):
         out.reject("output_reused_across_calls", "two timed calls returned the same output storage: each call must "
                    "compute a new result (an output cache keyed on the inputs is not a kernel)")
         return False
-    if len(outs) != calls:
-        out.reject("timed_output_mismatch", f"the timed block returned {len(outs)} outputs for {calls} calls")
-        return False
     atol, rtol = ev.tol
-    for i in random.sample(range(calls), min(CHECKED_PER_BLOCK, calls)):
-        mismatch = compare(expected[i % len(expected)], outs[i], i, atol, rtol, limits.max_rel_norm)
+    for i, got in outs:
+        mismatch = compare(expected[i % len(expected)], got, i, atol, rtol, limits.max_rel_norm)
         if mismatch is not None:
             out.reject("timed_output_mismatch", f"the output of timed call {i} differs from the reference "
                        f"(reason {mismatch['reason']}, max abs error {mismatch.get('max_abs_error')})")

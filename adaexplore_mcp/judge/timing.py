@@ -24,9 +24,10 @@ from ..config import JudgeLimits
 from ..models import TimingStats
 
 METHOD = (
-    "CUDA events per call in the candidate's own process, L2 flushed (256 MB) before each call, no syncs "
-    "between calls, one device-wide synchronize per block; candidate blocks first, then (its process "
-    "killed) the reference's; median of {reps} reps"
+    "CUDA events per call in the candidate's own process, each block's calls run once untimed first (the "
+    "allocator primed), L2 flushed (256 MB) before each call, no syncs between calls, one device-wide "
+    "synchronize per block, 4 outputs per block picked afterwards and checked; candidate blocks first, then "
+    "(its process killed) the reference's; median of {reps} reps"
 )
 FLUSH_BYTES = 256 * 1024 * 1024
 

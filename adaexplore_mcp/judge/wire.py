@@ -222,6 +222,9 @@ def encode_value(value: Any, buffers: list[bytes | memoryview], keep: list | Non
 
 
 def decode_value(value: Any, buffers: list[bytes], depth: int = 0, opened: dict | None = None) -> Any:
+    """The value `encode_value` described. Decode all of one message with one `opened` dict: the sender
+    counts one release per share and each opening of it releases one; a share opened twice leaves torch's
+    counter below zero, and the sender's block then stays in its CUDA IPC limbo for good."""
     opened = {} if opened is None else opened
     if depth > 8:
         raise WireError("value nested too deeply")
