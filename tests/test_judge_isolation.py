@@ -106,6 +106,32 @@ def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monke
     assert len(set(pids)) == 2
 
 
+def test_an_out_of_memory_is_a_readable_verdict_and_the_next_evaluation_runs_in_a_fresh_referee(judge: Judge) -> None:
+    """Whatever held the memory (cached references, blocks CUDA IPC still holds) goes with the referee's
+    processes: after an out-of-memory the pool starts a fresh one, so the next evaluation starts clean."""
+    before = judge._pool._workers[0].proc.pid
+    oom = candidate('        affine(x)\n        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 '
+                    'GiB. GPU 0 has a total capacity of 139.80 GiB of which 3.89 GiB is free.")')
+    ev = judge.evaluate(task(), oom)
+    assert ev.verdict == Verdict.runtime_error, ev
+    assert "Tried to allocate 6.00 GiB" in ev.error.message and "3.89 GiB is free" in ev.error.message
+    assert any("ran out of device memory" in w for w in ev.warnings), ev.warnings
+    _next_one_passes(judge)
+    assert judge._pool._workers[0].proc.pid != before
+
+
+def test_a_reference_out_of_memory_at_create_task_names_the_bytes_and_a_fresh_referee_follows(judge: Judge) -> None:
+    from tests.test_judge_cases import AFFINE_TASK
+
+    before = judge._pool._workers[0].proc.pid
+    source = AFFINE_TASK.replace("return x * 2 + 1", "raise torch.OutOfMemoryError('CUDA out of memory. Tried to "
+                                 "allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 2.28 GiB is free')")
+    probe = judge.probe_task(task(source, name="oom_reference"))
+    assert not probe.ok and "Tried to allocate 6.00 GiB" in probe.error and "2.28 GiB is free" in probe.error
+    assert judge._pool._workers[0].proc.pid != before
+    _next_one_passes(judge)
+
+
 def test_a_candidate_that_monkeypatches_torch_cannot_touch_the_next_evaluation(judge: Judge) -> None:
     """Each candidate has a runner process of its own, killed after it: a patch dies with it."""
     patcher = candidate("        torch.randn = lambda *a, **k: torch.zeros(*a, **k)\n        return affine(x)")

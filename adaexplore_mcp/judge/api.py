@@ -144,7 +144,7 @@ class Judge:
         with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
             report(0.05, "compiling")
             call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
-            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
+            if call.kind != "ok" or _spent(call.result):
                 worker.discard = True  # the pool kills it and starts a replacement now
             ev = self._interpret(task, small, call, cand, timeout)
         ev.device_index = config.physical_index if self._backend == "cuda" else None
@@ -170,6 +170,7 @@ class Judge:
         if "internal_error" in result:
             raise RuntimeError(f"judge worker failed (a bug in the judge):\n{result['internal_error']}")
         result.pop("poisoned", None)
+        result.pop("recycle", None)
         gone = result.pop("gone", None)
         if gone is not None:
             return self._runner_gone(task, small, gone, cand, timeout, result)
@@ -206,7 +207,7 @@ class Judge:
         ref = CandidateFile(f"/tmp/{task_req['module']}.py", task.source)
         with self._pool.lease() as (_, worker):
             call = worker.call(request, timeout + REFEREE_MARGIN_S, None)
-            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
+            if call.kind != "ok" or _spent(call.result):
                 worker.discard = True
         if call.kind == "timeout":
             return TaskProbe(ok=False, error="the reference did not finish within the time limit; "
@@ -217,6 +218,7 @@ class Judge:
         if "internal_error" in call.result:
             raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
         call.result.pop("poisoned", None)
+        call.result.pop("recycle", None)
         return TaskProbe(**call.result)
 
     # -- profiling (profile_kernel) ------------------------------------------------------------------
@@ -241,7 +243,7 @@ class Judge:
         with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (_, worker):
             report(0.05, "profiling")
             call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
-            if call.kind != "ok" or call.result.get("poisoned") or "internal_error" in call.result:
+            if call.kind != "ok" or _spent(call.result):
                 worker.discard = True
         if call.kind != "ok":
             what = f"did not finish within {timeout:.0f}s" if call.kind == "timeout" else "crashed"
@@ -254,6 +256,12 @@ class Judge:
         fields = {k: result[k] for k in ("candidate", "reference", "runs", "gpu", "error") if k in result}
         report(1.0, "profiled")
         return ProfileResult(task_id=task.task_id, ncu=ncu_status(), **fields), table
+
+
+def _spent(result: dict[str, Any]) -> bool:
+    """Whether the referee that answered must be replaced: a judge bug, a poisoned CUDA context, or an
+    out-of-memory (whatever held the memory goes with its processes; the next evaluation starts clean)."""
+    return bool(result.get("poisoned") or result.get("recycle") or "internal_error" in result)
 
 
 def task_evaluation(task: TaskSpec, backend: Backend, verdict: Verdict, *, small: bool = False,

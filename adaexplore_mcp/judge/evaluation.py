@@ -59,6 +59,7 @@ class Outcome:
     unconfirmed: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
     task_dtype: str = "float32"
+    oom: bool = False  # something ran out of memory: this referee is replaced after answering (`recycle`)
 
     def fail(self, verdict: Verdict, **fields: Any) -> "Outcome":
         self.verdict = verdict
@@ -68,6 +69,7 @@ class Outcome:
     def error(self, reply: Any) -> "Outcome":
         """A failure the runner classified (its text is untrusted: trimmed and validated here)."""
         reply = reply if isinstance(reply, dict) else {}
+        self.oom = self.oom or bool(reply.get("oom"))
         verdict = reply.get("verdict")
         if verdict not in ("compile_error", "runtime_error", "crashed"):
             verdict = "runtime_error"
@@ -87,7 +89,8 @@ class Outcome:
         return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
                               "task_dtype": self.task_dtype},
-                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels}
+                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels,
+                **({"recycle": True} if self.oom else {})}
 
 
 def _detail(raw: Any) -> dict[str, Any]:
@@ -125,12 +128,14 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
                  gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
     except torch.OutOfMemoryError as exc:  # the referee's own copies or comparisons
+        out.oom = True
         freed = ref_ee.evict_all_but(None)
         out.fail(Verdict.runtime_error, error=static_error(
             f"the GPU ran out of memory in the judge while checking this task ({oom_summary(exc)}); "
             f"{freed} cached reference(s) were released", exception="OutOfMemoryError").model_dump())
     except ReferenceFailure as exc:
         if exc.oom:
+            out.oom = True
             freed = ref_ee.evict_all_but(None)
             out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())

@@ -81,18 +81,21 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
     limits = JudgeLimits(**req["limits"])
     deadline = time.monotonic() + float(req["timeout_s"])
     warnings: list[str] = []
+    recycle: dict[str, Any] = {}  # after any out-of-memory this referee is replaced once it has answered
     for attempt in range(2):
         try:
-            return _probe(referee, req, limits, deadline, warnings)
+            return {**_probe(referee, req, limits, deadline, warnings), **recycle}
         except (ReferenceFailure, torch.OutOfMemoryError) as exc:
             oom = isinstance(exc, torch.OutOfMemoryError) or exc.oom
+            if oom:
+                recycle = {"recycle": True}
             if oom and attempt == 0 and referee.evict_all_but(None):
                 warnings.append("the GPU ran out of memory; cached references were released and the probe retried")
                 continue
             if isinstance(exc, torch.OutOfMemoryError):
                 return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
-                        f"({oom_summary(exc)})"}
-            return {"ok": False, "error": str(exc)}
+                        f"({oom_summary(exc)})", **recycle}
+            return {"ok": False, "error": str(exc), **recycle}
         except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
             referee.forget(req["task"])  # its channel can no longer be trusted to be in step
             return {"ok": False, "error": f"the reference's process answered malformed data ({type(exc).__name__}: "

@@ -96,7 +96,7 @@ def _serve(conn: Connection, referee: Any, evaluation: Any, probe: Any) -> None:
 
         result = handle(referee, req, progress, evaluation, probe)
         conn.send({"type": "result", "result": result})
-        if result.get("poisoned"):
+        if result.get("poisoned") or result.get("recycle"):  # the pool starts a fresh referee in its place
             sys.stderr.flush()
             return
 
