@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from adaexplore_mcp import speedups
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.errors import UserError
 from adaexplore_mcp.evaluator import JudgeLike, KernelEvaluator, stored_evaluation_json
@@ -129,6 +130,7 @@ class App:
         timing = best.evaluation.timing if best.evaluation else None
         text = standalone_kernel_file(spec.source, best.kernel_source, {
             "task": spec.name, "speedup": best.speedup, "gpu": timing.gpu if timing else None,
+            "speedups": speedups.of_evaluation(best.evaluation) if best.evaluation else None,
             "search_id": search_id, "node_id": str(best.node_id),
         })
         path = self._export_dir() / f"{search_id}_best.py"
@@ -219,7 +221,7 @@ def tree_snapshot(tree: SearchTree, task_name: str) -> TreeSnapshot:
     """Map a search's tree onto the export package's plain snapshot (export never reads search types)."""
     nodes = [
         SnapshotNode(node_id=n.node_id, parent_id=n.parent_id, kind=n.kind, verdict=n.verdict, speedup=n.speedup,
-                     reward=n.reward or 0.0, visits=n.visits, step_index=n.step_index, note=n.note)
+                     speedups=n.speedups, reward=n.reward or 0.0, visits=n.visits, step_index=n.step_index, note=n.note)
         for n in tree.nodes
     ]
     return TreeSnapshot(search_id=tree.search_id, task_name=task_name, strategy=tree.strategy, budget=tree.budget,

@@ -208,6 +208,18 @@ class Timing(BaseModel):
                                                       "the candidate's events are held to")
 
 
+class Speedups(BaseModel):
+    """One timed pass against every yardstick, shown alike wherever a speedup is shown (evaluation, brief,
+    tree, exported file, report); null where that yardstick was not measured."""
+
+    eager: float = Field(description="vs the strict fp32 PyTorch reference (TF32 off)")
+    tf32: float | None = Field(default=None, description="vs the same reference with TF32 allowed")
+    compiled: float | None = Field(default=None, description="vs the reference under torch.compile")
+    pct_roofline: float | None = Field(default=None, description="the roofline's time for the task's minimum work "
+                                       "over the kernel's time, in percent")
+    bound: Literal["memory", "compute"] | None = None
+
+
 class PrecisionReport(BaseModel):
     below_fp32: bool = Field(default=False, description="computes below the task's own precision (name kept)")
     task_dtype: str = "float32"
@@ -228,6 +240,8 @@ class Evaluation(BaseModel):
     backend: Backend
     speedup: float | None = Field(default=None, description="vs strict fp32 reference; null without GPU timing")
     speedup_tf32: float | None = Field(default=None, description="vs the same reference with TF32 allowed")
+    speedups: Speedups | None = Field(default=None, description="every yardstick side by side (eager, TF32, "
+                                      "torch.compile, % of roofline); null without GPU timing")
     timing: Timing | None = None
     timing_unavailable: str | None = None
     error: ErrorDetail | None = None

@@ -24,7 +24,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from adaexplore_mcp.tasks.format import integer_constants, top_level_names
-from adaexplore_mcp import pyparse
+from adaexplore_mcp import pyparse, speedups
+from adaexplore_mcp.models import Speedups
 
 REFERENCE_OWNS = ("Model", "get_inputs", "get_init_inputs")
 
@@ -39,6 +40,7 @@ class KernelMeta(BaseModel):
     task: str = ""
     speedup: float | None = None
     speedup_tf32: float | None = None
+    speedups: Speedups | None = None  # every yardstick; when given, the header shows it instead of the two above
     gpu: str | None = None
     date: str | None = None  # ISO date; today (UTC) when None
     search_id: str | None = None
@@ -102,10 +104,9 @@ def _split(source: str, tree: ast.Module, drop_names: set[str]) -> tuple[list[st
 
 def _header(meta: KernelMeta) -> str:
     date = meta.date or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
-    if meta.speedup is not None:
-        speed = f"{meta.speedup:.2f}x vs the PyTorch reference (strict fp32)"
-        if meta.speedup_tf32 is not None:
-            speed += f", {meta.speedup_tf32:.2f}x vs the reference with TF32"
+    timed = meta.speedups or (Speedups(eager=meta.speedup, tf32=meta.speedup_tf32) if meta.speedup is not None else None)
+    if timed is not None:
+        speed = speedups.text(timed) + " (eager: the PyTorch reference in strict fp32)"
     else:
         speed = "not timed (judged without a GPU, under Triton's CPU interpreter)"
     lines = [

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from html import escape
 
+from adaexplore_mcp import speedups
 from adaexplore_mcp.export.snapshot import (
+    SnapshotNode,
     TreeSnapshot,
     speedup_text,
     tree_layout,
@@ -49,8 +51,8 @@ def _summary(s: TreeSnapshot) -> str:
     elif untimed(s):
         ranking = ("ranking", f"{CPU_HONEST} (first correct: node {escape(best.node_id)}, step {best.step_index})")
     else:
-        ranking = ("best speedup", f"{speedup_text(best.speedup)} (node {escape(best.node_id)}, step "
-                   f"{best.step_index})")
+        ranking = ("best speedup", f"{escape(speedups.text(best.speedups, speedup_text(best.speedup)))} (node "
+                   f"{escape(best.node_id)}, step {best.step_index})")
     rows = [
         ("task", escape(s.task_name)),
         ("search", escape(s.search_id)),
@@ -152,7 +154,8 @@ def _tree_svg(s: TreeSnapshot) -> str:
         color = verdict_color(node.verdict)
         tip = escape(
             f"node {node.node_id} (step {node.step_index}, {node.kind})\nverdict: {node.verdict or 'root'}\n"
-            f"speedup: {speedup_text(node.speedup)}  reward: {node.reward:.3f}  visits: {node.visits}"
+            f"speedup: {speedups.text(node.speedups, speedup_text(node.speedup))}\n"
+            f"reward: {node.reward:.3f}  visits: {node.visits}"
             + (f"\n{node.note}" if node.note else "")
         )
         stroke = ' stroke="#000" stroke-width="3"' if best and node.node_id == best.node_id else ' stroke="#fff"'
@@ -187,10 +190,19 @@ def _legend(s: TreeSnapshot) -> str:
             "Hover for details.</p>")
 
 
+def _yardstick_cells(n: SnapshotNode) -> str:
+    """vs TF32, vs torch.compile and % of roofline ('-' where not measured)."""
+    y = n.speedups
+    cells = [speedup_text(y.tf32 if y else None), speedup_text(y.compiled if y else None),
+             "-" if y is None or y.pct_roofline is None else f"{y.pct_roofline:.0f}%"]
+    return "".join(f'<td class="num">{c}</td>' for c in cells)
+
+
 def _node_table(s: TreeSnapshot) -> str:
     best = s.best()
     head = ("<tr><th>step</th><th>node</th><th>parent</th><th>kind</th><th>verdict</th><th>speedup</th>"
-            "<th>reward</th><th>visits</th><th>note</th></tr>")
+            "<th>vs TF32</th><th>vs torch.compile</th><th>% roofline</th><th>reward</th><th>visits</th>"
+            "<th>note</th></tr>")
     rows = []
     for n in sorted(s.nodes, key=lambda n: n.step_index):
         cls = ' class="best"' if best and n.node_id == best.node_id else ""
@@ -199,7 +211,7 @@ def _node_table(s: TreeSnapshot) -> str:
             f'<tr{cls} id="node-{escape(n.node_id)}"><td class="num">{n.step_index}</td><td>{escape(n.node_id)}</td>'
             f"<td>{escape(n.parent_id or '-')}</td><td>{n.kind}</td>"
             f'<td><span class="swatch" style="background:{verdict_color(n.verdict)}"></span>{escape(verdict)}</td>'
-            f'<td class="num">{speedup_text(n.speedup)}</td><td class="num">{_fmt(n.reward, 3)}</td>'
+            f'<td class="num">{speedup_text(n.speedup)}</td>{_yardstick_cells(n)}<td class="num">{_fmt(n.reward, 3)}</td>'
             f'<td class="num">{n.visits}</td><td>{escape(n.note)}</td></tr>'
         )
     return f'<table class="nodes">{head}{"".join(rows)}</table>'

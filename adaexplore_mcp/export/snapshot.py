@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from adaexplore_mcp.models import Speedups
 from adaexplore_mcp.ranking import PASSED, best_of, running_best
 
 
@@ -29,6 +30,7 @@ class SnapshotNode(BaseModel):
     kind: Literal["root", "large", "small"]
     verdict: str | None = Field(default=None, description="the judge's verdict; None for the root")
     speedup: float | None = Field(default=None, description="None when failed or not timed (CPU interpreter)")
+    speedups: Speedups | None = Field(default=None, description="eager, TF32, torch.compile, % of roofline")
     reward: float = 0.0
     visits: int = 0
     step_index: int = Field(default=0, description="order of creation; the root is 0")

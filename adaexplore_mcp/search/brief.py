@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from adaexplore_mcp import speedups
 from adaexplore_mcp.memory.relevance import step_ranking
 from adaexplore_mcp.models import RuleRef, TaskInfo
 from adaexplore_mcp.search.types import BestSummary, EvaluationSummary, KernelRef, MemoryEntry, StepBrief, TaskBrief
@@ -69,9 +70,12 @@ CPU_DEVICE = "CPU interpreter, no timing"
 
 def evaluation_summary(evaluation_json: str | None, verdict: str | None, speedup: float | None,
                        reward: float | None) -> EvaluationSummary:
-    """verdict, speedup, reward and the one line that says what went wrong."""
+    """verdict, speedup (and against every yardstick), reward and the one line that says what went wrong."""
+    ev = json.loads(evaluation_json) if evaluation_json else {}
+    timed = speedups.of_fields(ev) if isinstance(ev, dict) else None
     return EvaluationSummary(verdict=verdict or "none", speedup=speedup, reward=round(reward or 0.0, 4),
-                             error=error_excerpt(json.loads(evaluation_json) if evaluation_json else {}))
+                             speedups=speedups.text(timed) if timed is not None else None,
+                             error=error_excerpt(ev if isinstance(ev, dict) else {}))
 
 
 def error_excerpt(ev: dict) -> str | None:

@@ -95,6 +95,10 @@ class NodeRecord:
     kernel_source: str | None = None
     evaluation: str | None = None  # the stored Evaluation as JSON
     eval_id: str | None = None
+    speedup_tf32: float | None = None  # the other yardsticks (speedups.of_columns), when the read asked for them
+    speedup_compile: float | None = None
+    pct_roofline: float | None = None
+    bound: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         """Read by column name, for code written against rows (search/brief.py)."""

@@ -206,12 +206,21 @@ _NODES_FROM = (" FROM nodes n LEFT JOIN node_payloads p ON p.search_id = n.searc
                " LEFT JOIN evaluations e ON e.eval_id = p.eval_id")
 
 
-def _node_columns(sources: bool, evaluations: bool) -> str:
+# The speedup against every yardstick (speedups.of_columns), read out of the stored evaluation by SQLite.
+_STORED = "COALESCE(e.result, NULLIF(p.evaluation, ''))"
+_YARDSTICKS = ", ".join(f"json_extract({_STORED}, '$.{path}') AS {name}" for name, path in (
+    ("speedup_tf32", "speedup_tf32"), ("speedup_compile", "timing.speedup_compile"),
+    ("pct_roofline", "timing.roofline.pct_roofline"), ("bound", "timing.roofline.bound")))
+
+
+def _node_columns(sources: bool, evaluations: bool, yardsticks: bool = False) -> str:
     cols = _NODE_COLUMNS
     if sources:
         cols += ", p.kernel_source"
     if evaluations:
         cols += ", " + _EVALUATION
+    if yardsticks:
+        cols += ", " + _YARDSTICKS
     return cols
 
 
@@ -229,7 +238,8 @@ def load_nodes(conn: sqlite3.Connection, search_id: str, node_ids: Sequence[int]
 
 
 def all_nodes(conn: sqlite3.Connection, search_id: str, *, sources: bool) -> list[NodeRecord]:
-    rows = conn.execute(f"SELECT {_node_columns(sources, False)}{_NODES_FROM} WHERE n.search_id = ?"
+    """Every node of the search in creation order, with the speedup against every yardstick."""
+    rows = conn.execute(f"SELECT {_node_columns(sources, False, yardsticks=True)}{_NODES_FROM} WHERE n.search_id = ?"
                         " ORDER BY n.node_id", (search_id,)).fetchall()
     return [as_record(NodeRecord, r) for r in rows]
 

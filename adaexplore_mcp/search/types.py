@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adaexplore_mcp.models import Evaluation, RuleRef, TensorSpec
+from adaexplore_mcp.models import Evaluation, RuleRef, Speedups, TensorSpec
 from adaexplore_mcp.search import tree as T
 
 STRATEGIES = ("adaexplore", "iterative_refinement", "parallel_sampling")
@@ -52,6 +52,8 @@ class EvaluationSummary(BaseModel):
 
     verdict: str
     speedup: float | None = None
+    speedups: str | None = Field(default=None, description="the speedup against every yardstick: eager, TF32, "
+                                 "torch.compile, % of roofline (null when not timed)")
     error: str | None = Field(default=None, description="the error's key line (or mismatch/reject reason)")
     reward: float
 
@@ -192,6 +194,8 @@ class NodeView(BaseModel):
     depth: int
     verdict: str | None
     speedup: float | None
+    speedups: Speedups | None = Field(default=None, description="eager, TF32, torch.compile and % of roofline; "
+                                      "null when not timed")
     reward: float | None
     visits: int
     total_reward: float = Field(description="W")

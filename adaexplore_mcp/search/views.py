@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adaexplore_mcp.models import RuleRef, TaskInfo
+from adaexplore_mcp import speedups
+from adaexplore_mcp.models import RuleRef, Speedups, TaskInfo
 from adaexplore_mcp.ranking import running_best
 from adaexplore_mcp.search import brief as B
 from adaexplore_mcp.search.memory_pool import working_memory
@@ -102,6 +103,7 @@ def tree_view(search: SearchRecord, records: Sequence[NodeRecord], open_steps: S
     for r in records:
         n = NodeView(node_id=r.node_id, step_index=r.node_id, parent_id=r.parent_id, kind=r.kind, depth=r.depth,
                      verdict=r.verdict, speedup=r.speedup, reward=r.reward, visits=r.visits,
+                     speedups=_yardsticks(r),
                      total_reward=r.total_reward, mean_reward=r.total_reward / r.visits if r.visits else 0.0,
                      max_reward=r.max_reward, note=r.note, created_at=r.created_at,
                      kernel_source=budgeted_source(r.kernel_source if include_sources else None, budget))
@@ -112,6 +114,10 @@ def tree_view(search: SearchRecord, records: Sequence[NodeRecord], open_steps: S
     curve = [None if b is None else (b.speedup if b.speedup is not None else 1.0) for b in running_best(nodes)]
     return SearchTree(**summary(search, open_steps).model_dump(), params=search.search_params,
                       nodes=nodes, best_curve=curve)
+
+
+def _yardsticks(r: NodeRecord) -> Speedups | None:
+    return speedups.of_columns(r.speedup, r.speedup_tf32, r.speedup_compile, r.pct_roofline, r.bound)
 
 
 def budgeted_source(source: str | None, budget: int) -> str | None:
