@@ -7,8 +7,9 @@ The scripted proposer (`adaexplore_mcp.search.proposer`) plays the assistant; th
 seeded share of its kernels so the briefs carry failures, as a real search's do.
 
 Sizes are characters of the brief as JSON (`StepBrief.model_dump_json()`, what `next_step` returns).
-Calls per step: next_step and expand_node, plus one read of the reference source when the search's first
-brief does not carry it (a client that cannot read resources then calls get_task).
+Calls per step: one `expand_node(next=true)` (its result carries the next brief), plus the search's first
+`next_step`, plus one read of the reference source when a root brief does not carry it (a client that
+cannot read resources then calls get_task). The first `next_step` is counted in the total.
 
     python bench/brief_size.py                      # 50 steps on rmsnorm and linear_bias_relu, CPU judge
     python bench/brief_size.py --steps 20 --backend cuda --json out.json
@@ -93,17 +94,17 @@ def measure(task: str, steps: int, seed: int = 0, backend: str = "cpu-interprete
             sizes: list[int] = []
             kinds: list[str] = []
             calls = 0
-            while True:
-                brief = app.search.next_step(search_id)
-                calls += 1
-                if brief.done:
-                    break
+            brief = app.search.next_step(search_id)  # the one call a search pays besides its steps
+            calls += 1
+            while brief is not None and not brief.done:
                 sizes.append(len(brief.model_dump_json()))
                 kinds.append(brief.kind or "")
                 if brief.parent_node_id == 0 and not getattr(brief, "reference_source", None):
                     calls += 1  # the model must fetch the reference before writing the first kernel
-                app.search.expand_node(search_id, brief.step_id, **proposer.propose(brief))
+                # One call per step: the result carries the next brief (expand_node(next=true)).
+                result = app.search.expand_node(search_id, brief.step_id, next=True, **proposer.propose(brief))
                 calls += 1
+                brief = result.next_step
         finally:
             app.close()
 

@@ -134,7 +134,7 @@ def test_on_the_cpu_the_brief_names_the_small_shapes_run_and_says_there_is_no_ti
     brief = service(tmp_path).next_step(service(tmp_path).start_search("t", 3))
     assert "batch_size=8, hidden=100" in brief.evaluated_shapes and "CPU interpreter" in brief.evaluated_shapes
     assert brief.device == "CPU interpreter, no timing" and brief.timing_available is False
-    assert B.CPU_HONEST in brief.timing_note and "Timing is unavailable" in brief.instructions
+    assert B.CPU_HONEST in brief.timing_note and "No timing: correctness only" in brief.instructions
 
 
 def test_on_a_gpu_the_brief_names_the_full_shapes_and_the_gpu(tmp_path):

@@ -42,25 +42,25 @@ TRUNCATION_MARK = "\n# ... [truncated: the full source is at kernel_uri]\n"
 
 MODELNEW_CONTRACT = (
     "The kernel is Python source defining `class ModelNew(nn.Module)`, a drop-in for the reference `Model`: "
-    "same __init__ and forward signatures, same parameters and buffers by name (the judge copies the "
-    "reference's weights into it), forward returning the same outputs, with the work done by Triton "
-    "kernels (@triton.jit) that forward launches. Keep float32 accuracy (no fp16/bf16/TF32 shortcuts)."
+    "same __init__ and forward signatures and outputs. The judge builds both under the same seed (create "
+    "parameters and buffers in the same order and shapes as Model; if that mismatches, it retries with Model's "
+    "weights copied in by name) and leaves them in the mode their constructors set. The work must be done by "
+    "Triton kernels (@triton.jit) that forward launches. Keep the task's precision (no fp16/bf16/TF32 shortcuts "
+    "on a float32 task)."
 )
 SMALL_INSTRUCTIONS = (
-    "SMALL step: improve parent_kernel locally (block sizes, num_warps, loop order, fusion; fix it if it "
-    "failed). working_memory: the chain that led here, oldest first, the parent last, each older node a diff "
-    "against the next. Reply with expand_node(search_id, step_id, edits=[{old, new}, ...], note='<one line: "
-    "what you changed>'): each `old` an exact, unique excerpt of parent_kernel (applied in order); a full "
-    "kernel_source only for a change that is not local. Keep ModelNew a drop-in for the reference Model (same "
-    "signatures, parameter names and outputs, float32 accuracy, the work in @triton.jit kernels). "
+    "SMALL step: improve parent_kernel locally (tiles, num_warps, loop order, fusion), or fix it if it failed. "
+    "working_memory: the chain to here, oldest first, older nodes as diffs. Reply expand_node(search_id, "
+    "step_id, edits=[{old, new}, ...], note='<what changed>'), each old an exact, unique excerpt of "
+    "parent_kernel (applied in order); kernel_source only for a change that is not local. ModelNew stays a "
+    "drop-in for Model (signatures, outputs, precision, the work in @triton.jit kernels). "
 )
 LARGE_INSTRUCTIONS = (
     "LARGE step: write a complete new kernel from scratch, with a different approach, meant to beat every "
     "kernel in the pool (the best kernels of other branches; empty at the root). Reply with "
     "expand_node(search_id, step_id, kernel_source='<full source>', note='<one line: the approach>'). "
 )
-RULES_INSTRUCTIONS = ("Respect every rule in `rules` (the ones most relevant to this step, distilled from real "
-                      "failures; rules_more others at rules_uri). ")
+RULES_INSTRUCTIONS = "Respect every rule in `rules` (the most relevant; rules_more others at rules_uri). "
 TIMING_ON = "Kernels are timed on the GPU; reward grows with speedup over the PyTorch reference (capped at 10x)."
 CPU_HONEST = "CPU interpreter: correctness only, no speedups; all passing kernels rank equal"
 TIMING_OFF = ("Timing is unavailable (no GPU). " + CPU_HONEST + " (each scores as speedup 1): aim for a "
@@ -138,7 +138,7 @@ def task_brief(task_id: str, info: TaskInfo | None) -> TaskBrief:
 def instructions(kind: str, timing_available: bool, reference: str, inline_reference: bool = False) -> str:
     """The step's instructions. Why two lengths: a small step edits a kernel that already meets the contract,
     so it gets the contract in one sentence; the timing sentence is short here (the full one is timing_note)."""
-    timing = TIMING_ON if timing_available else "Timing is unavailable: correctness only (see timing_note)."
+    timing = TIMING_ON if timing_available else "No timing: correctness only (timing_note)."
     if kind == "small":
         return SMALL_INSTRUCTIONS + RULES_INSTRUCTIONS + timing
     where = ("is reference_source in this brief" if inline_reference
