@@ -127,6 +127,20 @@ class ModelNew(ModelNew):
             _cache[key] = run(x, torch.empty_like(x))
         return _cache[key]
 ''', "not passed"),
+    # Honest through the trials (fresh inputs each), then an output cache keyed on the input pointer: the
+    # timed blocks lend the same input sets again, so every block after the first could be answered from it.
+    "cache_across_blocks": ('''
+_cache = {}
+_calls = [0]
+class ModelNew(ModelNew):
+    def forward(self, x):
+        _calls[0] += 1
+        key = (x.data_ptr(), x.shape)
+        if _calls[0] > 12 and key in _cache:
+            return _cache[key]
+        _cache[key] = out = run(x, torch.empty_like(x))
+        return out
+''', "no inflated speedup"),
     "token_kernel_torch_work": ('''
 class ModelNew(ModelNew):
     def forward(self, x):

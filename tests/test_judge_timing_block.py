@@ -74,14 +74,21 @@ def test_priming_runs_every_call_once_keeping_their_outputs_then_says_primed() -
     outputs: list[weakref.ref] = []
     alive_at_each_call: list[int] = []
 
-    def model(x: torch.Tensor) -> torch.Tensor:
+    seen: list[torch.Tensor] = []
+
+    def model(x: torch.Tensor, scale: float) -> torch.Tensor:
         alive_at_each_call.append(sum(r() is not None for r in outputs))
-        out = x + 1
+        seen.append(x)
+        out = x * scale + 1
         outputs.append(weakref.ref(out))
         return out
 
-    runner._prime(model, [[torch.zeros(3)], [torch.ones(3)]], 5)
+    timed_sets = [[torch.full((3,), 7.0), 2.0], [torch.ones(3), 2.0]]
+    runner._prime(model, timed_sets, 5)
     assert alive_at_each_call == [0, 1, 2, 3, 4]  # all alive together, as the timed pass keeps them
+    # never the timed inputs: zeros of their shapes (a cache filled here cannot answer a timed call)
+    assert all(x.shape == (3,) and not x.any() for x in seen)
+    assert all(x.data_ptr() != t[0].data_ptr() for x in seen for t in timed_sets)
     assert all(r() is None for r in outputs)  # then dropped: their memory goes back to the allocator
     header = wire.json.loads(runner.conn.frames[0].decode())
     assert header["primed"] is True

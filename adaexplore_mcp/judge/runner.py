@@ -309,10 +309,11 @@ class Runner:
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         try:
             with torch.no_grad():
+                warmup = int(req.get("warmup", 1))
                 if req.get("prime"):
                     self._prime(model, sets, int(req["calls"]))
-                times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]),
-                                               int(req.get("warmup", 1)))
+                    warmup = 0  # the prime pass warmed up, on inputs the timed calls never see
+                times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]), warmup)
         except BaseException as exc:  # noqa: BLE001
             precision.pin_strict()
             return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
@@ -333,10 +334,13 @@ class Runner:
         """The block's calls once untimed, every output kept until the last, then dropped; then "primed" to
         the referee, whose wall clock starts there. The caching allocator then holds the memory the timed
         calls' kept outputs need: without this a fresh process (every candidate runs in one) paid cudaMalloc
-        inside its timed calls, 2-4x its kernels' time (bench/timing_agreement.py)."""
-        kept = [model(*sets[i % len(sets)]) for i in range(calls)]
+        inside its timed calls, 2-4x its kernels' time (bench/timing_agreement.py). The prime calls see zeros
+        shaped like the first set, never the timed inputs: an output cache (keyed on pointers or values)
+        filled here cannot answer a timed call."""
+        zeros = [torch.zeros_like(v) if isinstance(v, torch.Tensor) else v for v in sets[0]]
+        kept = [model(*zeros) for _ in range(calls)]
         torch.cuda.synchronize()
-        del kept
+        del kept, zeros
         wire.send(self.conn, {"primed": True})
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
