@@ -2,15 +2,18 @@
 
 The candidate's runner times its own calls with CUDA events, and that is the precise number we
 report; but events live in the candidate's process, where they can be patched. So the referee
-also holds the whole timed block to its own wall clock (from the request until it has mapped every
-output and synchronized with the candidate's events), and calibrates that clock on the reference
-run through the very same protocol. A candidate whose events claim less time than its wall clock
-allows (a side stream, patched events, work deferred past its reply) is timed by the wall clock.
+also holds each timed block to its own wall clock (from the runner's "primed" until its answer, plus
+the wait for the outputs it picked), and calibrates that clock on the reference run through the very
+same protocol. A candidate whose events claim less time than its wall clock allows (a side stream,
+patched events, work deferred past its reply) is timed by the wall clock.
 
 Further rules:
-- fresh inputs per timed call where memory allows (so a cache keyed on inputs never hits), and
-  every call's output kept: the referee checks randomly chosen ones against the reference outputs
-  it obtained before the candidate saw those inputs, and rejects outputs reused across calls;
+- each block's calls run once untimed first, on zeros (the allocator then holds every kept output's
+  memory; an output cache filled there answers no timed call);
+- fresh input sets for every candidate block, and fresh inputs per timed call where memory allows (so
+  a cache keyed on inputs never hits); every call's output kept, and after the block the referee picks
+  4 (a pair on the same inputs when sets repeat) to check against the reference's outputs it obtained
+  before the candidate saw those inputs, and rejects a storage returned for two calls;
 - the candidate's process is killed before the reference is timed, so no work it leaves behind
   (a thread launching kernels) can slow the reference down and inflate its speedup;
 - everything under the per-GPU lock, so two evaluations never time on one GPU at once.
@@ -182,12 +185,14 @@ def time_candidate(ev: Any) -> None:
         _, reps = plan_reps(est, limits)
         calls = max(2, min(reps // sum(BLOCK_LENGTHS) + 1, BLOCK_MEMORY_BYTES // (max(BLOCK_LENGTHS) * out_bytes)))
         sets_count = max(1, min(max(BLOCK_LENGTHS) * calls, BLOCK_MEMORY_BYTES // max(1, in_bytes + out_bytes)))
-        seeds = [random.getrandbits(62) for _ in range(sets_count)]
-        sets, expected = sides.make(seeds, "timing")
+        seeds = [random.getrandbits(62) for _ in range(sets_count)]  # the reference's sets, below
         _warm_clocks()
         cand_blocks = []
         for length in BLOCK_LENGTHS:
             n = length * calls
+            # Fresh input sets for every block: an output cache filled in an earlier block (keyed on pointers
+            # or on values) never answers a timed call of this one.
+            sets, expected = sides.make([random.getrandbits(62) for _ in range(sets_count)], "timing")
             times, wall, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": n}, [],
                                        pick=lambda calls: pick_checked(calls, len(sets), CHECKED_PER_BLOCK))
             if not times:
@@ -195,13 +200,12 @@ def time_candidate(ev: Any) -> None:
                 return
             if not _check_block(ev, outs, expected, n, len(times)):
                 return
-            del outs
+            del outs, expected, sets
             ev.cand_call({"op": "release"})
+            sides.release_ref()
             cand_blocks.append((times, wall, n))
         ev.cand.kill()  # nothing it left running may slow the reference down
-        del expected, sets
-        sides.release_ref()
-        sets, _ = sides.make(seeds, "timing")  # drawn again: the candidate could write the sets it was lent
+        sets, _ = sides.make(seeds, "timing")  # the reference's own draw (the candidate wrote none of it)
         sides.release_ref()
         ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
         plan = [("strict", length) for length in BLOCK_LENGTHS] + [("tf32", 2)]  # TF32: its events only

@@ -1,0 +1,182 @@
+"""The whole timing protocol of `referee_timing.time_candidate`, played against fake runners on the CPU.
+
+The GPU path cannot run here, so its message sequence is checked with runners that answer the same ops
+over the same wire encoding (CPU tensors travel as bytes): the estimate, four candidate blocks (primed,
+times only, then the outputs the referee picked), the reference's blocks, the verdict. What it shows:
+an honest candidate passes with the speedup its times say; every candidate block gets fresh input sets;
+a candidate that answers from an output cache filled in an earlier block, or returns one storage for two
+calls, is rejected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from adaexplore_mcp.config import JudgeLimits
+from adaexplore_mcp.judge import referee_baselines, referee_timing, wire
+from adaexplore_mcp.judge.evaluation import Outcome
+from adaexplore_mcp.models import Verdict
+
+SHAPE = (4, 8)
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    return x * 2 + 1
+
+
+class FakeRunner:
+    """A runner's timing ops over the wire encoding; `model(x, call_index, block)` plays ModelNew (or Model)."""
+
+    def __init__(self, model: Any, times_ms: float, role: str) -> None:
+        self.model, self.times_ms, self.role = model, times_ms, role
+        self.kept: dict[str, Any] = {}
+        self.pending: list[tuple[dict, list]] = []
+        self.headers: list[dict] = []
+        self.drawn: list[list[int]] = []  # the seeds of every `make`, in order
+        self.block = 0  # timed blocks so far
+
+    def call(self, header: dict, buffers: list = ()) -> tuple[dict, list]:
+        self.headers.append(header)
+        return getattr(self, f"op_{header['op']}")(header, list(buffers))
+
+    def receive(self) -> tuple[dict, list]:
+        return self.pending.pop(0)
+
+    def op_make(self, req: dict, bufs: list) -> tuple[dict, list]:
+        self.drawn.append(list(req["seeds"]))
+        sets, out = [], []
+        for seed in req["seeds"]:
+            x = torch.randn(SHAPE, generator=torch.Generator().manual_seed(seed % (1 << 62)))
+            entry = {"inputs": wire.encode_value([x], out)}
+            if req.get("outputs", True):
+                entry["output"] = wire.encode_value(reference(x), out)
+            sets.append(entry)
+        return {"sets": sets}, out
+
+    def op_time(self, req: dict, bufs: list) -> tuple[dict, list]:
+        sets = [list(s) for s in wire.decode_value(req["sets"], [bytes.fromhex(h) for h in req["cpu_bytes"]])]
+        self.block += 1
+        outs = [self.model(sets[i % len(sets)][0], i, self.block) for i in range(int(req["calls"]))]
+        self.kept["timed"] = outs
+        answer = ({"times_ms": [self.times_ms] * len(outs), "count": len(outs)}, [])
+        if req.get("prime"):
+            self.pending.append(answer)
+            return {"primed": True}, []
+        return answer
+
+    def op_timed_outputs(self, req: dict, bufs: list) -> tuple[dict, list]:
+        out: list = []
+        chosen = [self.kept["timed"][i] for i in req["indices"]]
+        return {"outputs": wire.encode_value(chosen, out, pack=False)["list"]}, out
+
+    def op_release(self, req: dict, bufs: list) -> tuple[dict, list]:
+        self.kept.clear()
+        return {"ok": True, "reserved": 0}, []
+
+
+def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any) -> SimpleNamespace:
+    history: dict = {}
+
+    def call_ref(r: Any, header: dict, deadline: float, what: str, buffers: list = ()) -> tuple[dict, list]:
+        return ref.call(header, buffers)
+
+    def make_inputs(seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:
+        reply, bufs = ref.call({"op": "make", "seeds": seeds, "key": key})
+        return [(list(wire.decode_value(s["inputs"], bufs)), wire.decode_value(s["output"], bufs))
+                for s in reply["sets"]]
+
+    referee = SimpleNamespace(wait_spares=lambda deadline: None, home=home, physical_index=0, gpu_name="fake GPU",
+                              call_ref=call_ref, receive_ref=lambda r, deadline, what: ref.receive(),
+                              ref_history=lambda key: history.setdefault(key, deque(maxlen=8)))
+    killed: list[bool] = []
+    return SimpleNamespace(
+        out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128,
+        cand_call=lambda header, buffers=(), max_reply=0: cand.call(header, buffers),
+        cand=SimpleNamespace(kill=lambda: killed.append(True), receive=lambda deadline, max_reply: cand.receive()),
+        ref=SimpleNamespace(key=("fake", ()), runner=SimpleNamespace(alive=True)), deadline=time.monotonic() + 60,
+        make_inputs=make_inputs, tol=(1e-4, 1e-4), mark=lambda stage: None, req={"task": {}}, killed=killed)
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+
+    def lend(sets: list) -> dict:
+        """On a GPU lent sets are IPC handles and need no buffers; here their bytes ride in the header."""
+        buffers: list = []
+        return {"sets": wire.encode_value(sets, buffers, pack=False), "cpu_bytes": [bytes(b).hex() for b in buffers]}
+
+    monkeypatch.setattr(referee_timing._Sides, "lend", staticmethod(lend))
+    monkeypatch.setattr(referee_timing, "_warm_clocks", lambda: None)
+    monkeypatch.setattr(referee_timing, "hardware_context",
+                        lambda ev: {"cost": "not counted here", "peak": None, "clocks": None})
+
+    def no_compile(ev: Any, compiled: dict) -> bool:
+        compiled["unavailable"] = "not compiled in this test"
+        return False
+
+    monkeypatch.setattr(referee_timing, "compile_ready", no_compile)
+    monkeypatch.setattr(referee_baselines, "compile_ready", no_compile)
+
+
+def run(cand_model: Any, tmp_path: Any, cand_ms: float = 0.05) -> tuple[SimpleNamespace, FakeRunner, FakeRunner]:
+    cand = FakeRunner(cand_model, cand_ms, "cand")
+    ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
+    ev = fake_ev(cand, ref, tmp_path)
+    referee_timing.time_candidate(ev)
+    return ev, cand, ref
+
+
+def test_an_honest_candidate_passes_with_the_speedup_its_times_give(tmp_path: Any) -> None:
+    ev, cand, ref = run(lambda x, i, block: reference(x), tmp_path)
+    assert ev.out.verdict == Verdict.passed, ev.out.fields
+    assert ev.out.fields["speedup"] == pytest.approx(0.2 / 0.05)
+    assert ev.killed == [True]  # before the reference was timed
+    timed = [h for h in cand.headers if h["op"] == "time"]
+    assert len(timed) == 1 + len(referee_timing.BLOCK_LENGTHS) and all(h["prime"] for h in timed)
+    picks = [h for h in cand.headers if h["op"] == "timed_outputs"]
+    assert len(picks) == len(referee_timing.BLOCK_LENGTHS)
+    assert all(len(h["indices"]) == referee_timing.CHECKED_PER_BLOCK for h in picks)
+    # the estimate, then one fresh draw per candidate block, then the reference's own
+    draws = [set(seeds) for seeds in ref.drawn]
+    blocks = draws[1:1 + len(referee_timing.BLOCK_LENGTHS)]
+    assert all(not (a & b) for i, a in enumerate(blocks) for b in blocks[i + 1:])
+    assert ev.out.fields["timing"]["wall_per_call_ms"]["candidate"] is not None
+
+
+def test_an_output_cache_filled_in_an_earlier_block_is_caught(tmp_path: Any) -> None:
+    """It computes in the first candidate block, then answers each later call from the output it gave for
+    the same call index: right if blocks were lent the same sets again, wrong on fresh ones."""
+    memo: dict[int, torch.Tensor] = {}
+
+    def model(x: torch.Tensor, i: int, block: int) -> torch.Tensor:
+        if block > 2 and i in memo:  # block 1 is the estimate, block 2 the first candidate block
+            return memo[i].clone()
+        memo[i] = reference(x)
+        return memo[i]
+
+    ev, _, _ = run(model, tmp_path)
+    assert ev.out.verdict == Verdict.rejected and ev.out.fields["rejected"]["check"] == "timed_output_mismatch"
+
+
+def test_when_sets_repeat_in_a_block_the_referee_asks_for_two_calls_given_the_same_inputs(tmp_path: Any) -> None:
+    """On a GPU their outputs come back as IPC handles, so one storage returned twice shows as one pointer
+    (`_check_block`, tested in test_judge_timing_block.py); here the request itself is checked."""
+    cand = FakeRunner(lambda x, i, block: reference(x), 0.05, "cand")
+    ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
+    ev = fake_ev(cand, ref, tmp_path)
+    ev.in_bytes = ev.out_bytes = referee_timing.BLOCK_MEMORY_BYTES // 4  # room for 2 sets: a block of 4 repeats
+    referee_timing.time_candidate(ev)
+    assert ev.out.verdict == Verdict.passed, ev.out.fields
+    blocks = [h for h in cand.headers if h["op"] == "time"][1:]
+    picks = [h["indices"] for h in cand.headers if h["op"] == "timed_outputs"]
+    sets = len(wire.decode_value(blocks[0]["sets"], [bytes.fromhex(x) for x in blocks[0]["cpu_bytes"]]))
+    for block, chosen in zip(blocks, picks):
+        if block["calls"] > sets:
+            assert any(i + sets in chosen for i in chosen), (block["calls"], sets, chosen)
