@@ -205,7 +205,7 @@ def time_candidate(ev: Any) -> None:
             sides.release_ref()
             cand_blocks.append((times, wall, n))
         ev.cand.kill()  # nothing it left running may slow the reference down
-        sets, _ = sides.make(seeds, "timing")  # the reference's own draw (the candidate wrote none of it)
+        sets = sides.inputs_only(seeds, "timing")  # the reference's own draw (no outputs: nothing is compared)
         sides.release_ref()
         ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
         plan = [("strict", length) for length in BLOCK_LENGTHS] + [("tf32", 2)]  # TF32: its events only
