@@ -166,3 +166,17 @@ def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indice
     assert got.tolist() == [1.0, 1.0]
     for bad in ([2], [-1], ["0"], [True], "0"):
         assert "internal" in runner.op_timed_outputs({"indices": bad}, [], [])
+
+
+def test_what_happens_after_the_answer_until_the_picked_outputs_are_mapped_is_on_the_wall_clock() -> None:
+    """A runner that answers before its work is done is caught when the picked outputs are fetched: the
+    wait counts (it costs the same in every honest block, so it cancels in the slope)."""
+    def call(header: dict, buffers: list) -> tuple[dict, list]:
+        if header["op"] == "time":
+            return {"times_ms": [0.01, 0.01]}, []
+        time.sleep(0.08)  # the work it deferred past its answer, finishing before the outputs can be shared
+        bufs: list = []
+        return {"outputs": wire.encode_value([torch.zeros(1)], bufs, pack=False)["list"]}, bufs
+
+    _, wall, _ = referee_timing._block(call, lambda: ({}, []), {"calls": 2}, [], pick=lambda calls: [1])
+    assert wall >= 75, wall

@@ -79,21 +79,20 @@ def _block(call: Any, more: Any, header: dict, buffers: list,
     that never says it is timed from the request, which can only make it slower). It answers with its
     times alone and keeps every output. With `pick`, the referee then chooses which outputs it checks
     (`pick(calls)` -> indices, after the block: the runner cannot know them in advance), maps those and
-    waits for the device: work still pending behind them counts on the wall clock. Mapping a handful of
-    outputs costs the same in every block, so it cancels in the slope (`wall_per_call`); mapping all of
-    them did not, and made honest candidates look as if they hid 0.03-0.08 ms per call.
+    waits for the device, all on the wall clock: work still pending behind them counts. Fetching a
+    handful of outputs costs the same in every block, so it cancels in the slope (`wall_per_call`);
+    mapping all of them did not, and made honest candidates look as if they hid 0.03-0.08 ms per call.
     Returns `[(index, output), ...]` as outputs with `pick`, `[]` without, `[reply]` on a failure."""
     t0 = time.perf_counter()
     reply, _ = call({"op": "time", "warmup": 1, "prime": True, **header}, buffers)
     if reply.get("primed") is True:
         t0 = time.perf_counter()
         reply, _ = more()
-    wall = time.perf_counter() - t0
     if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
         return [], 0.0, [reply]
     times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
     if pick is None:
-        return times, wall * 1e3, []
+        return times, (time.perf_counter() - t0) * 1e3, []
     indices = pick(int(header["calls"]))
     got, bufs = call({"op": "timed_outputs", "indices": indices}, [])
     if not isinstance(got.get("outputs"), list) or len(got["outputs"]) != len(indices):
@@ -101,10 +100,10 @@ def _block(call: Any, more: Any, header: dict, buffers: list,
                          {"internal": "the runner did not return the timed outputs asked for"}]
     opened: dict = {}
     outs = [wire.decode_value(o, bufs, opened=opened) for o in got["outputs"]]
-    mapped = time.perf_counter()
     torch.cuda.synchronize()  # mapping made this process wait on the outputs' IPC events
-    wall += time.perf_counter() - mapped
-    return times, wall * 1e3, list(zip(indices, outs))
+    # Nothing between "primed" and here is left out: work the runner deferred past its answer still counts.
+    # The picks cost the same in every block (not per call), so they cancel in the slope.
+    return times, (time.perf_counter() - t0) * 1e3, list(zip(indices, outs))
 
 
 def pick_checked(calls: int, sets: int, checked: int = 4) -> list[int]:
