@@ -2,8 +2,8 @@
 
 The candidate's runner times its own calls with CUDA events, and that is the precise number we
 report; but events live in the candidate's process, where they can be patched. So the referee
-also holds each timed block to its own wall clock (from the runner's "primed" until its answer, plus
-the wait for the outputs it picked), and calibrates that clock on the reference run through the very
+also holds each timed block to its own wall clock (from the runner's "primed" until the outputs it
+picked are mapped and the device synchronized), and calibrates that clock on the reference run through the very
 same protocol. A candidate whose events claim less time than its wall clock allows (a side stream,
 patched events, work deferred past its reply) is timed by the wall clock.
 
