@@ -10,15 +10,16 @@ from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
-forward signature and parameter names as the task's Model) whose work is done by @triton.jit kernels. It runs
-in an isolated worker: builds it, compares it with the float32 reference on 5 fresh random input sets, checks
+forward signature as the task's Model, built under the same seed) whose work is done by @triton.jit kernels. It
+runs in an isolated process: builds it, compares it with the reference on 5 fresh random input sets, checks
 integrity (inputs unchanged, output not aliasing an input, a Triton kernel of yours launched) and, on a GPU,
 times it against the reference with the L2 cache flushed. Cost: about 1-3 s warm on a GPU (first call and new
 kernels more); tens of seconds under the CPU interpreter. Returns `verdict` (passed, compile_error,
 runtime_error, mismatch, timeout, crashed, rejected) with an actionable detail (`error`: the error line and
 your offending line; `mismatch`: which output, trial, max error and where; `rejected`: which check),
-`speedup` vs the strict fp32 reference (null without a GPU), `speedup_tf32` vs the TF32 reference,
-`precision` flags (computing below fp32), `rules` your failure falls under, and `warnings`."""
+`speedup` vs the strict fp32 reference (null without a GPU), `speedups` (the same against every yardstick:
+eager, TF32, torch.compile, % of roofline), `precision` flags (computing below the task's precision), `rules`
+your failure falls under, and `warnings`."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
