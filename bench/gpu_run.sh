@@ -15,6 +15,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="judge_latency judge_gpu_tests redteam_gpu" bash bench/gpu_run.sh "$OUT"        (about 8 min)
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 #   STAGES="timing_agreement parallel_steps" (the judge vs do_bench; issue 12: throughput, timing under load)
+#   STAGES="ray_pool" (issue 14; carry .raybundle from bench/ray_bundle.sh and unpack it first)
 # and the older measurements: search_strategies adapt_loop worked_example collect_errors.
 STAGES="${STAGES:-timing_agreement judge_latency judge_gpu_tests redteam_gpu}"
 LATENCY_TASKS="${LATENCY_TASKS:-}"
@@ -46,6 +47,8 @@ stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
 stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count 30
 stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json"
+# Needs ray on the host: carry .raybundle (bench/ray_bundle.sh) and unpack it after the wheel line.
+stage ray_pool "${RAY_CAP:-240}" python3 bench/ray_pool.py --out "$RES/ray_pool.json" ${RAY_TASKS:+--tasks "$RAY_TASKS"}
 stage compile_roofline 180 python3 bench/compile_roofline.py --out "$RES/compile_roofline.json"
 # The rest share one data directory (and so one lock per GPU: timings never overlap).
 stage search_strategies 120 python3 bench/search_strategies.py --tasks 3 --budget 6 --home "$HOME_DIR" \
