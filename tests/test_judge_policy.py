@@ -36,6 +36,15 @@ def test_python_comes_back_read_only_wherever_a_cover_would_hide_it(tmp_path: Pa
         assert base in policy.visible_dirs
 
 
+def test_a_script_run_from_tmp_does_not_bring_tmp_back_over_the_private_scratch(tmp_path: Path, monkeypatch) -> None:
+    """`python /tmp/x.py` puts /tmp on sys.path; bound back read-only it covered the runners' private
+    /tmp, and every candidate failed to be written ('Read-only file system')."""
+    monkeypatch.setattr(sys, "path", ["/tmp", *sys.path])
+    policy = sandbox_policy("auto", tmp_path / "home", tmp_path / "cache", "cpu")
+    assert policy.tmp_dir == "/tmp"
+    assert not any(d == "/tmp" or "/tmp".startswith(d.rstrip("/") + "/") for d in policy.visible_dirs)
+
+
 def test_the_seccomp_program_jumps_land_on_allow_or_deny() -> None:
     prog = seccomp.program(0xC000003E, 41, 0x40000000)
     allow, deny = len(prog) - 2, len(prog) - 1

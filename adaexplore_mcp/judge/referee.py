@@ -288,8 +288,10 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
     hide = tuple(sorted({*data, str(cache_dir), *host} - {"/"}))
     needed = {str(p) for p in installed} | {p for p in sys.path if p} | {sys.base_prefix, sys.exec_prefix}
     covers = [*hide, "/tmp"]
+    # Never /tmp itself or a folder above it (a script run from /tmp puts /tmp on sys.path): bound back
+    # read-only, it would cover the runner's private scratch space and no candidate could be written.
     visible = tuple(sorted(p for p in {os.path.realpath(n) for n in needed}
-                           if os.path.isdir(p) and any(_under(p, c) for c in covers)))
+                           if os.path.isdir(p) and any(_under(p, c) for c in covers) and not _under("/tmp", p)))
     return sandbox.SandboxPolicy(
         hidden_dirs=hide, writable_dirs=(), tmp_dir="/tmp", visible_dirs=visible,
         max_address_space=None if device == "cuda" else 16 << 30,
