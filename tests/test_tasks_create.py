@@ -166,6 +166,9 @@ def test_absurd_sources_still_get_an_answer_quickly():
     deep = SCALE_TASK.replace("torch.randn(n_rows, n_cols)", "torch.randn(n_rows, " + "1 + " * 3000 + "n_cols)")
     assert probe_failure_advice(deep, timeout)
     assert time.monotonic() - started < 10
+    cpu_alloc = ("the reference's get_inputs()/forward raised RuntimeError: [enforce fail at alloc_cpu.cpp:127] "
+                 "DefaultCPUAllocator: can't allocate memory: you tried to allocate 6442450944 bytes")
+    assert "small_shapes=" in probe_failure_advice(LARGE_TASK, cpu_alloc)  # KernelBench level 1 on a laptop
     already_small = SCALE_TASK  # 128 input elements: a timeout is not about their size
     assert "look small already" in probe_failure_advice(already_small, timeout)
 

@@ -21,7 +21,7 @@ _SHAPE_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "randint"
 _MAX_HALVINGS = 4096
 # How the judge reports a probe that a smaller problem would avoid (a timeout, a killed process, no memory).
 _TOO_BIG_SIGNS = ("did not finish within the time limit", "crashed the worker", "was killed by", "out of memory",
-                  "memoryerror")
+                  "memoryerror", "can't allocate memory", "cannot allocate memory")  # the last two: torch's CPU allocator
 
 
 class _Unknown(Exception):
