@@ -180,3 +180,19 @@ def test_what_happens_after_the_answer_until_the_picked_outputs_are_mapped_is_on
 
     _, wall, _ = referee_timing._block(call, lambda: ({}, []), {"calls": 2}, [], pick=lambda calls: [1])
     assert wall >= 75, wall
+
+
+def test_a_model_that_cannot_take_zeros_is_primed_on_copies_of_the_first_set() -> None:
+    runner = Runner.__new__(Runner)
+    runner.conn = _Conn()
+    seen: list[torch.Tensor] = []
+    first = torch.tensor([0.2, 0.8])
+
+    def sampler(p: torch.Tensor) -> torch.Tensor:
+        seen.append(p)
+        return torch.multinomial(p, 1)  # raises on all-zero probabilities
+
+    runner._prime(sampler, [[first]], 3)
+    copies = [x for x in seen if x.any()]
+    assert len(copies) == 3 and all(torch.equal(x, first) and x.data_ptr() != first.data_ptr() for x in copies)
+    assert wire.json.loads(runner.conn.frames[0].decode())["primed"] is True

@@ -75,9 +75,14 @@ class TimingOps:
         calls' kept outputs need: without this a fresh process (every candidate runs in one) paid cudaMalloc
         inside its timed calls, 2-4x its kernels' time (bench/timing_agreement.py). The prime calls see zeros
         shaped like the first set, never the timed inputs: an output cache (keyed on pointers or values)
-        filled here cannot answer a timed call."""
-        zeros = [torch.zeros_like(v) if isinstance(v, torch.Tensor) else v for v in sets[0]]
-        kept = [model(*zeros) for _ in range(calls)]
+        filled here cannot answer a timed call. A model that cannot take zeros gets copies of the first set
+        (other pointers; only the calls given that set could then match a cache keyed on values)."""
+        try:
+            stand_in = [torch.zeros_like(v) if isinstance(v, torch.Tensor) else v for v in sets[0]]
+            kept = [model(*stand_in) for _ in range(calls)]
+        except Exception:  # noqa: BLE001 - zeros a task cannot take (a sampling op): copies of the first set
+            stand_in = [v.clone() if isinstance(v, torch.Tensor) else v for v in sets[0]]
+            kept = [model(*stand_in) for _ in range(calls)]
         torch.cuda.synchronize()
-        del kept, zeros
+        del kept, stand_in
         wire.send(self.conn, {"primed": True})
