@@ -73,26 +73,16 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
         report["cold_start_s"] = cold_s
         report["cold_start_since_create_s"] = time.perf_counter() - t_create
         report["gpu"] = ev.timing.gpu if ev.timing else None
-        for task, src in pairs:
-            first_s, ev = timed(judge, task, src) if task is not first_task else (cold_s, ev)
-            warm = [timed(judge, task, src) for _ in range(WARM_REPEATS)]
-            last = warm[-1][1]
-            report["tasks"].append({
-                "task": task.name, "verdict": last.verdict.value, "first_s": first_s,
-                "warm_median_s": statistics.median(w for w, _ in warm), "speedup": last.speedup,
-                "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
-                "error": last.error.message if last.error else None, "warnings": last.warnings,
-                "mismatch": last.mismatch.model_dump() if last.mismatch else None,
-                "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms,
-            })
-            print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
-                  f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
-        name = stability_task or pairs[0][0].name
-        task, src = next(p for p in pairs if p[0].name == name)
-        speedups = [judge.evaluate(task, src).speedup for _ in range(STABILITY_RUNS)]
-        finite = [s for s in speedups if s]
-        report["stability"] = {"task": name, "speedups": speedups,
-                               "spread": (max(finite) / min(finite) - 1) if finite else None}
+        try:
+            _measure_tasks(judge, pairs, first_task, cold_s, ev, report)
+            name = stability_task or pairs[0][0].name
+            task, src = next(p for p in pairs if p[0].name == name)
+            speedups = [judge.evaluate(task, src).speedup for _ in range(STABILITY_RUNS)]
+            finite = [s for s in speedups if s]
+            report["stability"] = {"task": name, "speedups": speedups,
+                                   "spread": (max(finite) / min(finite) - 1) if finite else None}
+        except KeyboardInterrupt:  # cut at the batch's time cap: keep what was measured
+            report["cut_short"] = True
     finally:
         judge.close()
     warm_all = [t["warm_median_s"] for t in report["tasks"]]
@@ -100,18 +90,43 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
     return report
 
 
+def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: TaskSpec, cold_s: float, ev: object,
+                   report: dict) -> None:
+    """First and warm latency of each pair, appended to report["tasks"] as they come."""
+    for task, src in pairs:
+        first_s, ev = timed(judge, task, src) if task is not first_task else (cold_s, ev)
+        warm = [timed(judge, task, src) for _ in range(WARM_REPEATS)]
+        last = warm[-1][1]
+        report["tasks"].append({
+            "task": task.name, "verdict": last.verdict.value, "first_s": first_s,
+            "warm_median_s": statistics.median(w for w, _ in warm), "speedup": last.speedup,
+            "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
+            "error": last.error.message if last.error else None, "warnings": last.warnings,
+            "mismatch": last.mismatch.model_dump() if last.mismatch else None,
+            "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms,
+        })
+        print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
+              f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
+
+
 def markdown(r: dict) -> str:
     lines = [f"Judge latency on {r.get('gpu')} ({r['backend']}), torch {r['torch']}, triton {r['triton']}, "
              f"Python {r['python']}, sandbox {r.get('sandbox')}, {r['date']}", "",
              f"Cold start (first evaluation after Judge creation): {r['cold_start_s']:.2f} s; "
              f"warm median over all tasks: {r['warm_median_all_s']:.2f} s", "",
-             "| task | verdict | first eval (s) | warm median (s) | speedup | speedup vs TF32 | below fp32 | warnings |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| task | verdict | first eval (s) | warm median (s) | trials (ms) | timing (ms) | speedup | speedup vs TF32 "
+             "| below fp32 | warnings |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     for t in r["tasks"]:
+        stages = t.get("stages_ms") or {}
         lines.append(f"| {t['task']} | {t['verdict']} | {t['first_s']:.2f} | {t['warm_median_s']:.2f} | "
+                     f"{stages.get('trials', '-')} | {stages.get('timing', '-')} | "
                      f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} | {len(t['warnings'])} |")
-    s = r["stability"]
+    s = r.get("stability")
+    if s is None:
+        lines += ["", "Stability: not measured (the run was cut short at its time cap)"]
+        return "\n".join(lines)
     spread = "-" if s["spread"] is None else f"{100 * s['spread']:.1f}%"
     lines += ["", f"Stability ({s['task']}, {len(s['speedups'])} runs): speedups "
               f"{[round(x, 3) if x else x for x in s['speedups']]}, max/min spread "
