@@ -88,6 +88,16 @@ def test_chained_and_tuple_integer_constants_are_size_constants_and_others_are_n
     assert more == {"x": 1, "p": 4, "q": 5, "n": 6}
 
 
+def test_integers_made_of_literals_are_knobs_and_absurd_ones_are_refused():
+    source = "M = 256\nK = 131072 * 4\nS = 1 << 16\nP = 2 ** 10\nH = 10 ** 10 ** 10\nD = M * 2\nZ = 7 // 0\n"
+    assert integer_constants(source) == {"M": 256, "K": 524288, "S": 65536, "P": 1024}
+    matmul = ("import torch\nM = 256\nN = 256\nK = 131072 * 4\n\ndef get_inputs():\n"
+              "    return [torch.rand(M, K), torch.rand(K, N)]\n")  # KernelBench level 1, problem 6
+    suggestion = suggest_small_shapes(matmul)
+    assert suggestion.small_shapes["K"] < 524288 and min(suggestion.small_shapes.values()) >= 64
+    assert suggestion.small_elements <= SMALL_INPUT_ELEMENTS
+
+
 def test_small_shapes_accept_chained_and_tuple_names_and_reject_non_integers():
     shapes = {"height": 8, "width": 4, "a": 1, "d": 2}
     assert check_small_shapes(CHAINED_TASK, shapes) == shapes

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import operator
 import os
 import sys
 import uuid
@@ -72,8 +73,9 @@ def integer_constants(source: str) -> dict[str, int]:
     """Top-level integer constants: the knobs `small_shapes` may override.
 
     Counted: `n = 16`, `n: int = 16`, chained `height = width = 256` (both names) and tuple unpacking
-    `a, b = 1, 2` / `(a, b) = (1, 2)` (each name bound to an integer). Floats, strings, bools and
-    computed values (`dim2 = dim * 2`, evaluated once at import) are not knobs.
+    `a, b = 1, 2` / `(a, b) = (1, 2)` (each name bound to an integer), and integers made of literals alone
+    (`K = 131072 * 4`). Floats, strings, bools and values computed from other names (`dim2 = dim * 2`,
+    evaluated once at import) are not knobs.
     """
     return _int_constants(pyparse.parse(source))
 
@@ -89,10 +91,38 @@ def _int_constants(tree: ast.Module) -> dict[str, int]:
     return out
 
 
+_LITERAL_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+                ast.LShift: operator.lshift, ast.Pow: operator.pow}
+_LITERAL_LIMIT = 1 << 62
+
+
+def literal_int(value: ast.expr, depth: int = 0) -> int | None:
+    """The value of an integer made of literals alone (`131072 * 4`, `2 ** 20`, `1 << 16`), or None: such a
+    constant depends on no other name, so overriding it is as safe as overriding `n = 16`. Bounded, so an
+    absurd literal (`10 ** 10 ** 10`) is refused rather than computed."""
+    if depth > 16:
+        return None
+    if isinstance(value, ast.Constant):
+        return value.value if type(value.value) is int and abs(value.value) <= _LITERAL_LIMIT else None
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        inner = literal_int(value.operand, depth + 1)
+        return None if inner is None else (-inner if isinstance(value.op, ast.USub) else inner)
+    if isinstance(value, ast.BinOp) and type(value.op) in _LITERAL_OPS:
+        left, right = literal_int(value.left, depth + 1), literal_int(value.right, depth + 1)
+        if left is None or right is None or (isinstance(value.op, (ast.Pow, ast.LShift)) and not 0 <= right <= 62):
+            return None
+        if isinstance(value.op, ast.FloorDiv) and right == 0:
+            return None
+        result = _LITERAL_OPS[type(value.op)](left, right)
+        return result if abs(result) <= _LITERAL_LIMIT else None
+    return None
+
+
 def _bind_int_constants(target: ast.expr, value: ast.expr, out: dict[str, int]) -> None:
     if isinstance(target, ast.Name):
-        if isinstance(value, ast.Constant) and type(value.value) is int:
-            out[target.id] = value.value
+        number = literal_int(value)
+        if number is not None:
+            out[target.id] = number
     elif (
         isinstance(target, (ast.Tuple, ast.List))
         and isinstance(value, (ast.Tuple, ast.List))
