@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class Verdict(str, Enum):
@@ -277,6 +277,16 @@ class Evaluation(BaseModel):
     @property
     def correct(self) -> bool:
         return self.verdict == Verdict.passed
+
+    @model_validator(mode="after")
+    def _every_yardstick(self) -> "Evaluation":
+        """`speedups` follows from the other fields wherever an evaluation is made or read back (results
+        stored before it existed included); one implementation, in adaexplore_mcp.speedups."""
+        if self.speedups is None and self.speedup is not None:
+            from .speedups import of_evaluation  # imported here: speedups.py imports this module
+
+            self.speedups = of_evaluation(self)
+        return self
 
 
 class CreateTaskResult(BaseModel):

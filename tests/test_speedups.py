@@ -74,3 +74,11 @@ def test_every_view_of_a_timed_node_shows_every_yardstick(tmp_path: Path) -> Non
         assert "1.25x" in page and "64%" in page and "vs torch.compile" in page
     finally:
         app.close()
+
+
+def test_an_evaluation_stored_before_the_summary_existed_reads_back_with_it() -> None:
+    old = ('{"task_id": "t", "verdict": "passed", "backend": "cuda", "speedup": 3.0, "speedup_tf32": 1.5, '
+           '"timing": {"candidate": %s, "reference": %s, "method": "m", "speedup_compile": 0.8}}'
+           % ((STATS.model_dump_json(),) * 2))
+    ev = Evaluation.model_validate_json(old)
+    assert speedups.text(ev.speedups) == "3.00x eager, 1.50x vs TF32, 0.80x vs torch.compile"

@@ -25,7 +25,7 @@ from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
 from .pool import CallResult, Pool, WorkerConfig
 from .runners import describe_status
-from .. import pyparse, speedups
+from .. import pyparse
 
 Progress = Callable[[float, str], None]
 NO_TIMING = ("no GPU: kernels ran under Triton's CPU interpreter (TRITON_INTERPRET=1), "
@@ -275,7 +275,6 @@ def task_evaluation(task: TaskSpec, backend: Backend, verdict: Verdict, *, small
                     degenerate_task=task.degenerate, **fields)
     if backend != "cuda":
         ev.timing_unavailable = NO_TIMING
-    ev.speedups = speedups.of_evaluation(ev)
     if task.degenerate:
         ev.warnings.append(DEGENERATE)
     return ev
