@@ -12,7 +12,6 @@ medians beside the harness's, and the ratio of the two speedups.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -25,16 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from adaexplore_mcp.tasks.format import import_file, write_module_file  # noqa: E402
 from bench.judge_latency import load_pairs  # noqa: E402
-
-
-def _module(path: Path, name: str, source: str) -> Any:
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def harness(task_source: str, solution: str, tmp: Path, index: int) -> dict[str, float]:
@@ -42,8 +33,8 @@ def harness(task_source: str, solution: str, tmp: Path, index: int) -> dict[str,
     import torch
     import triton.testing
 
-    ref = _module(tmp / f"ref_{index}.py", f"agreement_ref_{index}", task_source)
-    cand = _module(tmp / f"cand_{index}.py", f"agreement_cand_{index}", solution)
+    ref = import_file(*write_module_file(tmp, f"agreement_ref_{index}", task_source))
+    cand = import_file(*write_module_file(tmp, f"agreement_cand_{index}", solution))
     init = ref.get_init_inputs()
     torch.manual_seed(0)
     model = ref.Model(*init).cuda()

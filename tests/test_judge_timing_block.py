@@ -106,7 +106,7 @@ def test_the_referee_picks_the_checked_outputs_after_the_block_and_maps_only_tho
         chosen = [kept[i] for i in header["indices"]]
         return {"outputs": wire.encode_value(chosen, bufs, pack=False)["list"]}, bufs
 
-    more = lambda: ({"times_ms": [0.1] * 6, "count": 6}, [])  # noqa: E731 - the times come without outputs
+    more = lambda: ({"times_ms": [0.1] * 6}, [])  # noqa: E731 - the times come without outputs
     times, _, outs = referee_timing._block(call, more, {"calls": 6}, [], pick=lambda calls: [4, 1])
     assert len(times) == 6 and [r["op"] for r in requests] == ["time", "timed_outputs"]
     assert requests[1]["indices"] == [4, 1]

@@ -64,7 +64,7 @@ class FakeRunner:
         self.block += 1
         outs = [self.model(sets[i % len(sets)][0], i, self.block) for i in range(int(req["calls"]))]
         self.kept["timed"] = outs
-        answer = ({"times_ms": [self.times_ms] * len(outs), "count": len(outs)}, [])
+        answer = ({"times_ms": [self.times_ms] * len(outs)}, [])
         if req.get("prime"):
             self.pending.append(answer)
             return {"primed": True}, []

@@ -27,6 +27,7 @@ from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
 from .compare import nbytes, tensor_specs
+from .device_memory import give_back
 from .kernel_cache import read_tree, write_tree
 from .runner_timing import TimingOps
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
@@ -386,10 +387,7 @@ class Runner(TimingOps):
         else:
             self.kept.clear()
         if self.device == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.ipc_collect()  # outputs the referee has let go of (CUDA IPC keeps them until collected)
-            if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > RELEASE_CACHED_BYTES:
-                torch.cuda.empty_cache()  # a cached reference must hold only what it uses, not its peak
+            give_back(RELEASE_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
 
 

@@ -58,7 +58,7 @@ class TimingOps:
             return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
         precision.pin_strict()
         self.kept["timed"] = (outs, [])
-        return {"times_ms": times, "count": len(outs)}
+        return {"times_ms": times}
 
     def op_timed_outputs(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The outputs of the last timed block that the referee picked (each call's own storage, unpacked:

@@ -115,24 +115,16 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
         return {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
     finally:
-        _release_device_cache()
+        # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
+        # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory.
+        from .device_memory import give_back
 
-
-def _release_device_cache() -> None:
-    """Give the referee's cached device memory back after every request: its copies of one task's inputs
-    (up to several GiB) otherwise stay reserved, and over a series of large tasks the referees held
-    50-70 GiB of an H200 and later tasks ran out of memory."""
-    import torch
-
-    if torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-        torch.cuda.ipc_collect()  # lent blocks a runner has let go of (CUDA IPC keeps them until collected)
-        torch.cuda.empty_cache()
+        give_back()
 
 
 def _profiled(fn: Any, *args: Any) -> Any:
     """`fn(*args)`, under cProfile when ADAEXPLORE_PROFILE_DIR names a directory (one .prof file per call):
-    where a referee's latency goes, for bench/timing_agreement.py --profile. Off by default."""
+    where a referee's latency goes (devtools/profile_summary.py prints the newest). Off by default."""
     directory = os.environ.get("ADAEXPLORE_PROFILE_DIR")
     if not directory:
         return fn(*args)
