@@ -15,6 +15,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="judge_latency judge_gpu_tests redteam_gpu" bash bench/gpu_run.sh "$OUT"        (about 8 min)
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 #   STAGES="timing_agreement parallel_steps" (the judge vs do_bench; issue 12: throughput, timing under load)
+#   STAGES="profiler_residue" (does a process launch slower after torch.profiler?)
 #   STAGES="ray_pool" (issue 14; carry .raybundle from bench/ray_bundle.sh and unpack it first)
 # and the older measurements: search_strategies adapt_loop worked_example collect_errors.
 STAGES="${STAGES:-timing_agreement judge_latency judge_gpu_tests redteam_gpu}"
@@ -38,6 +39,7 @@ pack() {  # after every stage, so a batch cut short still brings back what it me
 } > "$RES/environment.txt" 2>&1
 cat "$RES/environment.txt"
 
+stage profiler_residue "${RESIDUE_CAP:-60}" python3 bench/profiler_residue.py --out "$RES/profiler_residue.json"
 AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,layernorm,linear_bias_relu}"
 stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
   --tasks "$AGREEMENT_TASKS" --repeats 2
@@ -49,7 +51,8 @@ stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/l
 stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json"
 # Needs ray on the host: carry .raybundle (bench/ray_bundle.sh) and unpack it after the wheel line.
 stage ray_pool "${RAY_CAP:-240}" python3 bench/ray_pool.py --out "$RES/ray_pool.json" ${RAY_TASKS:+--tasks "$RAY_TASKS"}
-stage compile_roofline 180 python3 bench/compile_roofline.py --out "$RES/compile_roofline.json"
+stage compile_roofline "${COMPILE_CAP:-180}" python3 bench/compile_roofline.py --out "$RES/compile_roofline.json" \
+  ${COMPILE_TASKS:+--tasks "$COMPILE_TASKS"}
 # The rest share one data directory (and so one lock per GPU: timings never overlap).
 stage search_strategies 120 python3 bench/search_strategies.py --tasks 3 --budget 6 --home "$HOME_DIR" \
   --out "$RES/search_strategies.json" &

@@ -245,7 +245,7 @@ def _fake_referee(tmp_path: Path, cand: _FakeRunner) -> SimpleNamespace:
     return SimpleNamespace(reference=lambda task, deadline: ref, candidate_runner=lambda deadline: cand,
                            kernel_files=lambda key: ([], []), call_ref=call_ref, wait_spares=lambda d: None,
                            home=tmp_path, physical_index=0, gpu_name="fake GPU", account=lambda r, b: None,
-                           forget=lambda task: None, calls=calls)
+                           forget=lambda task: calls.append("forget"), calls=calls)
 
 
 def test_the_referee_profiles_both_sides_on_one_input_set_and_digests_them(tmp_path: Path) -> None:
@@ -257,7 +257,7 @@ def test_the_referee_profiles_both_sides_on_one_input_set_and_digests_them(tmp_p
     req = {"task": {}, "cand_module": "cand_x", "cand_source": "src", "timeout_s": 30, "runs": 99}
     result = profile(referee, req, lambda f, m: None)
     assert cand.ops == ["load", "build", "profile"] and cand.killed
-    assert referee.calls == ["build", "make", "profile", "release"]
+    assert referee.calls == ["build", "make", "profile", "release", "forget"]  # CUPTI stays in that process
     assert result["runs"] == 20 and result["gpu"] == "fake GPU"
     side = ProfileResult(task_id="t", candidate=result["candidate"], reference=result["reference"])
     assert side.candidate.kernels[0].own and side.candidate.own_share == 1.0 and not side.reference.kernels[0].own

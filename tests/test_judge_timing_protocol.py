@@ -75,6 +75,9 @@ class FakeRunner:
         chosen = [self.kept["timed"][i] for i in req["indices"]]
         return {"outputs": wire.encode_value(chosen, out, pack=False)["list"]}, out
 
+    def op_profile(self, req: dict, bufs: list) -> tuple[dict, list]:
+        return {"kernels": [["fake_kernel", 1.0]]}, []
+
     def op_release(self, req: dict, bufs: list) -> tuple[dict, list]:
         self.kept.clear()
         return {"ok": True, "reserved": 0}, []
@@ -98,7 +101,8 @@ def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any) -> SimpleNamespace:
     return SimpleNamespace(
         out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128,
         cand_call=lambda header, buffers=(), max_reply=0: cand.call(header, buffers),
-        cand=SimpleNamespace(kill=lambda: killed.append(True), receive=lambda deadline, max_reply: cand.receive()),
+        cand=SimpleNamespace(kill=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"})),
+                             receive=lambda deadline, max_reply: cand.receive()), release=lambda: None,
         ref=SimpleNamespace(key=("fake", ()), runner=SimpleNamespace(alive=True)), deadline=time.monotonic() + 60,
         make_inputs=make_inputs, tol=(1e-4, 1e-4), mark=lambda stage: None, req={"task": {}}, killed=killed)
 
@@ -131,6 +135,16 @@ def run(cand_model: Any, tmp_path: Any, cand_ms: float = 0.05) -> tuple[SimpleNa
     ev = fake_ev(cand, ref, tmp_path)
     referee_timing.time_candidate(ev)
     return ev, cand, ref
+
+
+def test_the_candidate_is_profiled_after_its_timed_blocks_and_before_it_is_killed(tmp_path: Any) -> None:
+    """torch.profiler leaves CUPTI in the process it ran in, slowing every later launch there: a profile
+    before the timed blocks made honest candidates look slower than they are, and as if they hid work."""
+    ev, cand, _ = run(lambda x, i, block: reference(x), tmp_path)
+    ops = [h["op"] for h in cand.headers]
+    last_block = max(i for i, op in enumerate(ops) if op in ("time", "timed_outputs"))
+    assert ops.index("profile") > last_block and ops[-1] == "<killed>" and ops.count("profile") == 1
+    assert ev.out.fields["work"]["candidate_kernel_share"] is not None
 
 
 def test_an_honest_candidate_passes_with_the_speedup_its_times_give(tmp_path: Any) -> None:

@@ -218,10 +218,8 @@ class Evaluation:
         self.mark("dependence")
         if not dependent or self.device != "cuda":
             return
-        from .referee_timing import profile_share, time_candidate
+        from .referee_timing import time_candidate
 
-        out.fields["work"] = profile_share(self)
-        self.mark("profile")
         self.progress(0.8, "timing")
         time_candidate(self)
         self.mark("timing")

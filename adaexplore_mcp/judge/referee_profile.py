@@ -71,6 +71,10 @@ def profile(referee: Referee, req: dict, progress: Callable[[float, str], None])
         del lent
         released, _ = referee.call_ref(ref, {"op": "release"}, deadline, "releasing the reference")
         referee.account(ref, int(released.get("reserved", 0)))
+        # torch.profiler leaves CUPTI attached to a process after it ends (kineto tears it down only when
+        # told to), and every later launch there pays for it: a reference timed in this process afterwards
+        # would look slower, and every later speedup on this task larger. The next evaluation builds anew.
+        referee.forget(req["task"])
     except RunnerGone as exc:
         how = "did not finish in time" if exc.kind == "timeout" else "died"
         return {"error": f"the candidate's process {how} while being profiled ({printable(str(exc))[:200]})"}

@@ -203,6 +203,11 @@ def time_candidate(ev: Any) -> None:
             ev.cand_call({"op": "release"})
             sides.release_ref()
             cand_blocks.append((times, wall, n))
+        # Profiled only now, after its timed blocks: torch.profiler leaves CUPTI attached to the process,
+        # and every later launch pays for it (see bench/README.md, "profiler residue").
+        ev.mark("timing")
+        out.fields["work"] = profile_share(ev)
+        ev.mark("profile")
         ev.cand.kill()  # nothing it left running may slow the reference down
         sets = sides.inputs_only(seeds, "timing")  # the reference's own draw (no outputs: nothing is compared)
         sides.release_ref()
