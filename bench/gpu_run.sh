@@ -48,9 +48,9 @@ stage judge_gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
 stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count 30
-stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json"
+stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json" ${PARALLEL_ARGS:-}
 # Needs ray on the host: carry .raybundle (bench/ray_bundle.sh) and unpack it after the wheel line.
-stage ray_pool "${RAY_CAP:-240}" python3 bench/ray_pool.py --out "$RES/ray_pool.json" ${RAY_TASKS:+--tasks "$RAY_TASKS"}
+stage ray_pool "${RAY_CAP:-240}" python3 bench/ray_pool.py --out "$RES/ray_pool.json" ${RAY_TASKS:+--tasks "$RAY_TASKS"} ${RAY_ARGS:-}
 stage compile_roofline "${COMPILE_CAP:-180}" python3 bench/compile_roofline.py --out "$RES/compile_roofline.json" \
   ${COMPILE_TASKS:+--tasks "$COMPILE_TASKS"}
 # The rest share one data directory (and so one lock per GPU: timings never overlap).

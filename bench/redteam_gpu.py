@@ -165,6 +165,17 @@ def held(expect: str, ev, honest_speedup: float | None) -> bool:
     return ev.speedup is not None and honest_speedup is not None and ev.speedup <= 1.15 * honest_speedup
 
 
+def detail(ev) -> dict:
+    """Why a speedup is what it is: both medians, the candidate's spread, the judge's wall clock per call,
+    the clocks and the warnings (honest runs that disagree are explained by these, not guessed at)."""
+    t = ev.timing
+    if t is None:
+        return {"warnings": ev.warnings[:2]}
+    return {"cand_ms": t.candidate.median_ms, "cand_iqr_ms": t.candidate.iqr_ms, "ref_ms": t.reference.median_ms,
+            "wall_per_call_ms": t.wall_per_call_ms, "clocks": t.clocks.model_dump() if t.clocks else None,
+            "warnings": ev.warnings[:2]}
+
+
 def finish(rows: list[dict], canaries: list[float]) -> float:
     """The honest speedup is the median of every honest evaluation; each attack is held against it."""
     import statistics
@@ -193,15 +204,18 @@ def main() -> None:
             base = honest.speedup
             canaries = [honest.speedup or 0.0]
             rows.append({"attack": "honest", "expect": "passed", "outcome": outcome(honest, base),
-                         "held": honest.verdict.value == "passed", "canary": "-", "warnings": honest.warnings})
+                         "held": honest.verdict.value == "passed", "canary": "-", "warnings": honest.warnings,
+                         "detail": detail(honest)})
             for name, (patch, expect) in ATTACKS.items():
                 ev = judge.evaluate(task, HONEST + patch)
                 canary = judge.evaluate(task, HONEST)
                 canaries.append(canary.speedup or 0.0)
                 rows.append({"attack": name, "expect": expect, "outcome": outcome(ev, base), "held": held(expect, ev, base),
                              "speedup": ev.speedup, "canary": outcome(canary, base), "warnings": ev.warnings[:2],
-                             "canary_ok": canary.verdict.value == "passed"})
-                print(f"  {name}: {rows[-1]['outcome']} (canary {rows[-1]['canary']})", file=sys.stderr, flush=True)
+                             "canary_ok": canary.verdict.value == "passed", "detail": detail(ev),
+                             "canary_detail": detail(canary)})
+                print(f"  {name}: {rows[-1]['outcome']} {rows[-1]['detail']} (canary {rows[-1]['canary']} "
+                      f"{rows[-1]['canary_detail']})", file=sys.stderr, flush=True)
             gpu = honest.timing.gpu if honest.timing else None
             base = finish(rows, canaries)
         finally:
