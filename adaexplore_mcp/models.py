@@ -206,6 +206,11 @@ class Timing(BaseModel):
     wall_per_call_ms: dict[str, float] | None = Field(default=None, description="the judge's own wall clock per "
                                                       "call (slope over blocks), candidate and reference: what "
                                                       "the candidate's events are held to")
+    outside_per_call_ms: dict[str, list[float]] | None = Field(
+        default=None, description="per pair of blocks (n, 2n calls), wall clock outside the events per call; "
+        "work is 'hidden' only when every candidate pair exceeds the largest reference pair")
+    blocks: dict[str, list[list[float]]] | None = Field(default=None, description="per timed block: calls, "
+                                                        "wall ms, sum of event ms (candidate, reference)")
 
 
 class Speedups(BaseModel):

@@ -120,7 +120,14 @@ def main() -> None:
     import torch
     import triton
 
-    rows = []
+    rows: list[dict] = []
+    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+              "python": platform.python_version(), "rows": rows}
+
+    def save() -> None:  # after every task: a run cut short keeps what it measured
+        args.out.write_text(json.dumps(report, indent=2))
+
     with tempfile.TemporaryDirectory() as tmp:
         app = App(Settings(home=Path(tmp)))
         try:
@@ -131,6 +138,7 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - recorded: this is what the benchmark looks for
                     rows.append({"task": name, "create": f"{type(exc).__name__}: {str(exc)[:200]}"})
                     print(f"  {name}: create failed: {exc}", file=sys.stderr, flush=True)
+                    save()
                     continue
                 create_s = time.perf_counter() - t0
                 t0 = time.perf_counter()
@@ -139,15 +147,15 @@ def main() -> None:
                              "verdict": ev.verdict.value, "speedup": ev.speedup,
                              "error": ev.error.message if ev.error else None,
                              "mismatch": ev.mismatch.model_dump() if ev.mismatch else None,
-                             "free_gib_after": free_gib(), "stages_ms": ev.stages_ms})
+                             "free_gib_after": free_gib(), "stages_ms": ev.stages_ms,
+                             "warnings": ev.warnings[:3]})
                 print(f"  {name}: {ev.verdict.value} speedup {ev.speedup} create {create_s:.1f}s eval "
-                      f"{rows[-1]['eval_s']:.1f}s free {rows[-1]['free_gib_after']:.1f} GiB", file=sys.stderr, flush=True)
+                      f"{rows[-1]['eval_s']:.1f}s free {rows[-1]['free_gib_after']:.1f} GiB"
+                      + (f" error: {rows[-1]['error'][:500]}" if rows[-1]["error"] else ""), file=sys.stderr, flush=True)
+                save()
         finally:
             app.close()
-    report = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
-              "python": platform.python_version(), "rows": rows}
-    args.out.write_text(json.dumps(report, indent=2))
+    save()
     ok = sum(1 for r in rows if r.get("verdict") == "passed")
     print(f"{len(rows)} large tasks (4096 x 393216 float32) on {report['gpu']}, torch {torch.__version__}, "
           f"triton {triton.__version__}, {report['date']}: {ok} passed\n")

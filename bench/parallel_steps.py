@@ -126,14 +126,25 @@ def main() -> int:
     report: dict = {"gpu": torch.cuda.get_device_name(0) if device == "cuda" else "none (CPU interpreter)",
                     "torch": torch.__version__, "triton": triton.__version__, "task": args.task,
                     "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    def save(key: str, value: object) -> None:
+        """Each part is written (and echoed on stderr) as it finishes: a run cut short keeps what it measured."""
+        if isinstance(report.get(key), list):
+            report[key].append(value)
+        else:
+            report[key] = value
+        args.out.write_text(json.dumps(report, indent=1))
+        print(f"  {key}: {json.dumps(value)[:400]}", file=sys.stderr, flush=True)
+
     if "1" in parts:
-        report["throughput"] = [throughput(spec, sources[:args.evals], int(w), home / f"w{w}", device)
-                                for w in args.workers.split(",")]
+        report["throughput"] = []
+        for w in args.workers.split(","):
+            save("throughput", throughput(spec, sources[:args.evals], int(w), home / f"w{w}", device))
     if "2" in parts and device == "cuda":
-        report["timing_under_load"] = timing_under_load(spec, sources, home / "load", device)
+        save("timing_under_load", timing_under_load(spec, sources, home / "load", device))
     if "3" in parts:
-        report["search"] = [search_wall(args.task, args.steps, ways, home / f"s{ways}", device) for ways in (1, 4)]
-    args.out.write_text(json.dumps(report, indent=1))
+        report["search"] = []
+        for ways in (1, 4):
+            save("search", search_wall(args.task, args.steps, ways, home / f"s{ways}", device))
     print(f"Parallel steps on {report['gpu']}, torch {report['torch']}, triton {report['triton']}, "
           f"task {args.task}, {report['date']}\n")
     print("| measure | value | goal |\n| --- | --- | --- |")

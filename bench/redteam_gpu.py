@@ -172,7 +172,8 @@ def detail(ev) -> dict:
     if t is None:
         return {"warnings": ev.warnings[:2]}
     return {"cand_ms": t.candidate.median_ms, "cand_iqr_ms": t.candidate.iqr_ms, "ref_ms": t.reference.median_ms,
-            "wall_per_call_ms": t.wall_per_call_ms, "clocks": t.clocks.model_dump() if t.clocks else None,
+            "wall_per_call_ms": t.wall_per_call_ms, "outside_per_call_ms": t.outside_per_call_ms,
+            "blocks": t.blocks, "clocks": t.clocks.model_dump() if t.clocks else None,
             "warnings": ev.warnings[:2]}
 
 

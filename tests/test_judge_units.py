@@ -217,6 +217,28 @@ def test_work_hidden_from_the_events_is_timed_by_the_wall_clock() -> None:
     assert hidden_per_call(blocks(0.19, 0.30), ref) is None  # 10 us of host noise is not an accusation
 
 
+def test_one_stalled_block_never_charges_an_honest_candidate() -> None:
+    """Measured on the H200: the reference's first block after the candidate's process was killed ran
+    tens of ms long, the all-block slope went negative (-0.47 ms per call against 0.39 ms of events), and
+    honest candidates were charged 0.03-0.09 ms per call. Pairs of blocks keep such a stall to one pair."""
+    from adaexplore_mcp.judge.referee_timing import hidden_per_call, outside_per_pair, wall_per_call
+
+    def blocks(event_ms: float, wall_ms: float, stall_ms: tuple[float, ...] = (0, 0, 0, 0)) -> list:
+        return [([event_ms] * n, 9.0 + wall_ms * n + stall, n) for n, stall in zip((30, 60, 30, 60), stall_ms)]
+
+    ref = blocks(0.39, 0.45, stall_ms=(55.0, 0, 0, 0))
+    assert wall_per_call(ref) < 0  # what the all-block slope made of it
+    assert outside_per_pair(ref) == pytest.approx([0.06 - 55.0 / 30, 0.06])
+    honest = blocks(0.131, 0.19)
+    assert hidden_per_call(honest, ref) is None
+    assert hidden_per_call(blocks(0.131, 0.19, stall_ms=(0, 40.0, 0, 0)), ref) is None  # its own stall, one pair
+    side_stream = blocks(0.131, 0.131 + 0.06 + 0.2)  # 0.2 ms per call on a stream the events do not see
+    assert hidden_per_call(side_stream, ref) == pytest.approx(0.2)
+    patched = blocks(0.0001, 0.19)
+    assert hidden_per_call(patched, ref) == pytest.approx(0.1299)
+    assert hidden_per_call(side_stream, blocks(0.39, 0.45, stall_ms=(0, 55.0, 0, 0))) is None  # lenient, never unfair
+
+
 def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named(tmp_path, monkeypatch) -> None:
     import pstats
 
