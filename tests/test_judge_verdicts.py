@@ -195,3 +195,18 @@ def test_a_loop_over_a_runtime_bound_passes_or_is_marked_for_gpu_confirmation(ju
     ev = judge.evaluate(task(LINEAR_TASK, LINEAR_SMALL, name="linear"), runtime_k)
     assert ev.verdict == Verdict.passed or (
         ev.verdict == Verdict.compile_error and any("inside Triton's interpreter" in u for u in ev.unconfirmed)), ev
+
+
+def test_a_reference_out_of_memory_is_retried_on_a_fresh_referee_and_never_blamed_on_the_candidate(
+        judge: Judge) -> None:
+    """On the H200, 5 of 30 large tasks failed because the reference's own forward ran out of memory while
+    other judge processes held the rest; the verdict read as if the candidate had failed."""
+    oom_task = AFFINE_TASK.replace("        return x * 2 + 1",
+                                   "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB')")
+    stages: list[str] = []
+    ev = judge.evaluate(task(oom_task, name="oom-reference"), GOOD, progress=lambda f, m: stages.append(m))
+    assert ev.verdict == Verdict.runtime_error
+    assert any("retrying on a fresh judge process" in m for m in stages)
+    assert any("says nothing about the candidate" in w for w in ev.warnings)
+    assert "out of memory" in ev.error.message.lower()
+    assert judge.evaluate(task(), GOOD).verdict == Verdict.passed  # the judge carries on

@@ -141,12 +141,22 @@ class Judge:
         timeout = self._timeout(timeout_s)
         request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_source": kernel_source,
                    "limits": asdict(limits), "timeout_s": timeout}
-        with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
-            report(0.05, "compiling")
-            call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
-            if call.kind != "ok" or _spent(call.result):
-                worker.discard = True  # the pool kills it and starts a replacement now
-            ev = self._interpret(task, small, call, cand, timeout)
+        for attempt in range(2):
+            with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
+                report(0.05, "compiling")
+                call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
+                if call.kind != "ok" or _spent(call.result):
+                    worker.discard = True  # the pool kills it and starts a replacement now
+            # The reference ran out of memory (measured on the H200: a 6 GiB temporary of a 6 GiB task while
+            # earlier tasks' processes held the rest): not the candidate's failure. Once more on a fresh referee.
+            reference_oom = call.kind == "ok" and bool(call.result.pop("reference_oom", False))
+            if not reference_oom or attempt:
+                break
+            report(0.05, "the reference ran out of GPU memory; retrying on a fresh judge process")
+        ev = self._interpret(task, small, call, cand, timeout)
+        if reference_oom:
+            ev.warnings.append("the reference ran out of GPU memory twice, on a fresh judge process too: this "
+                               "verdict says nothing about the candidate (smaller shapes, or free GPU memory)")
         ev.device_index = config.physical_index if self._backend == "cuda" else None
         ev.node = getattr(worker, "node", None)  # set by the Ray pool only: which host ran it
         ev.duration_s = time.monotonic() - started

@@ -138,6 +138,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
             out.oom = True
             freed = ref_ee.evict_all_but(None)
             out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")
+            out.fields["reference_oom"] = True  # the judge's side ran short, not the candidate: worth one retry
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
     finally:
         if cand is not None:
