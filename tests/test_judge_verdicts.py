@@ -197,7 +197,7 @@ def test_a_loop_over_a_runtime_bound_passes_or_is_marked_for_gpu_confirmation(ju
         ev.verdict == Verdict.compile_error and any("inside Triton's interpreter" in u for u in ev.unconfirmed)), ev
 
 
-def test_a_reference_out_of_memory_is_retried_on_a_fresh_referee_and_never_blamed_on_the_candidate(
+def test_an_out_of_memory_is_retried_once_on_a_fresh_referee(
         judge: Judge) -> None:
     """On the H200, 5 of 30 large tasks failed because the reference's own forward ran out of memory while
     other judge processes held the rest; the verdict read as if the candidate had failed."""
@@ -207,6 +207,6 @@ def test_a_reference_out_of_memory_is_retried_on_a_fresh_referee_and_never_blame
     ev = judge.evaluate(task(oom_task, name="oom-reference"), GOOD, progress=lambda f, m: stages.append(m))
     assert ev.verdict == Verdict.runtime_error
     assert any("retrying on a fresh judge process" in m for m in stages)
-    assert any("says nothing about the candidate" in w for w in ev.warnings)
+    assert any("out of memory again on a fresh judge process" in w for w in ev.warnings)
     assert "out of memory" in ev.error.message.lower()
     assert judge.evaluate(task(), GOOD).verdict == Verdict.passed  # the judge carries on

@@ -147,16 +147,16 @@ class Judge:
                 call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
                 if call.kind != "ok" or _spent(call.result):
                     worker.discard = True  # the pool kills it and starts a replacement now
-            # The reference ran out of memory (measured on the H200: a 6 GiB temporary of a 6 GiB task while
-            # earlier tasks' processes held the rest): not the candidate's failure. Once more on a fresh referee.
-            reference_oom = call.kind == "ok" and bool(call.result.pop("reference_oom", False))
-            if not reference_oom or attempt:
+            # Something ran out of GPU memory (on the H200: 6 GiB tasks while earlier tasks' processes held the
+            # rest of the GPU): once more on a fresh referee, which starts with the judge's memory released.
+            oom = call.kind == "ok" and bool(call.result.pop("oom_retry", False))
+            if not oom or attempt:
                 break
-            report(0.05, "the reference ran out of GPU memory; retrying on a fresh judge process")
+            report(0.05, "the GPU ran out of memory; retrying on a fresh judge process")
         ev = self._interpret(task, small, call, cand, timeout)
-        if reference_oom:
-            ev.warnings.append("the reference ran out of GPU memory twice, on a fresh judge process too: this "
-                               "verdict says nothing about the candidate (smaller shapes, or free GPU memory)")
+        if oom:
+            ev.warnings.append("the GPU ran out of memory again on a fresh judge process: the task's reference "
+                               "or this candidate needs more device memory than is free (try smaller shapes)")
         ev.device_index = config.physical_index if self._backend == "cuda" else None
         ev.node = getattr(worker, "node", None)  # set by the Ray pool only: which host ran it
         ev.duration_s = time.monotonic() - started

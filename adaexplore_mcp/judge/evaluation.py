@@ -90,7 +90,10 @@ class Outcome:
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
                               "task_dtype": self.task_dtype},
                 "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels,
-                **({"recycle": True} if self.oom else {})}
+                **({"recycle": True} if self.oom else {}),
+                # Measured on the H200: with 6 GiB tasks the judge's own processes held the rest of the GPU,
+                # and the reference or the candidate ran short. Not the candidate's failure: worth one retry.
+                **({"oom_retry": True} if self.oom and self.verdict != Verdict.passed else {})}
 
 
 def _detail(raw: Any) -> dict[str, Any]:
@@ -138,7 +141,6 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
             out.oom = True
             freed = ref_ee.evict_all_but(None)
             out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")
-            out.fields["reference_oom"] = True  # the judge's side ran short, not the candidate: worth one retry
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
     finally:
         if cand is not None:
