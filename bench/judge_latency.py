@@ -103,10 +103,16 @@ def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: 
             "speedup_tf32": last.speedup_tf32, "below_fp32": last.precision.below_fp32,
             "error": last.error.message if last.error else None, "warnings": last.warnings,
             "mismatch": last.mismatch.model_dump() if last.mismatch else None,
-            "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms,
+            "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms, "ops_ms": last.ops_ms,
         })
         print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
               f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
+
+
+def _timing_ms(stages: dict) -> str:
+    """The timing stages together (the candidate's blocks, its profile, the reference's blocks)."""
+    parts = [v for k, v in stages.items() if k.startswith("timing") or k == "profile"]
+    return f"{sum(parts):.1f}" if parts else "-"
 
 
 def markdown(r: dict) -> str:
@@ -121,7 +127,7 @@ def markdown(r: dict) -> str:
     for t in r["tasks"]:
         stages = t.get("stages_ms") or {}
         lines.append(f"| {t['task']} | {t['verdict']} | {t['first_s']:.2f} | {t['warm_median_s']:.2f} | "
-                     f"{stages.get('trials', '-')} | {stages.get('timing', '-')} | "
+                     f"{stages.get('trials', '-')} | {_timing_ms(stages)} | "
                      f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} | {len(t['warnings'])} |")
     s = r.get("stability")
     if s is None:

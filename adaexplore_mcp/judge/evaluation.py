@@ -15,6 +15,7 @@ under either line-up passes, and the result names the line-up it needed.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from . import precision, wire
 from .classify import static_error
 from .compare import as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .referee import Referee, ReferenceFailure, oom_summary
-from .runners import RunnerGone, RunnerHandle
+from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
 INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults to TF32 "
@@ -122,6 +123,8 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         cand = ref_ee.candidate_runner(deadline)
         out.fields["stages_ms"] = {"runners": round((time.monotonic() - started) * 1e3, 1)}
         out.fields["sandbox"] = ref_ee.sandbox
+        if os.environ.get(OP_TRACE_ENV) == "1":  # where each stage's time goes, op by op (bench/judge_latency.py)
+            ref.runner.trace = cand.trace = out.fields.setdefault("ops_ms", {})
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
         # A runner answered something malformed (only hostile code does): its candidate does not pass.
@@ -145,6 +148,8 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     finally:
         if cand is not None:
             cand.kill()
+            if "ops_ms" in out.fields:
+                ref.runner.trace = None  # the reference runner is cached: later evaluations trace their own
     return out.as_dict()
 
 
@@ -224,8 +229,7 @@ class Evaluation:
         from .referee_timing import time_candidate
 
         self.progress(0.8, "timing")
-        time_candidate(self)
-        self.mark("timing")
+        time_candidate(self)  # marks its own stages (timing_candidate, profile, timing_reference)
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:

@@ -205,7 +205,7 @@ def time_candidate(ev: Any) -> None:
             cand_blocks.append((times, wall, n))
         # Profiled only now, after its timed blocks: torch.profiler leaves CUPTI attached to the process,
         # and every later launch pays for it (see bench/README.md, "profiler residue").
-        ev.mark("timing")
+        ev.mark("timing_candidate")
         out.fields["work"] = profile_share(ev)
         ev.mark("profile")
         ev.cand.kill()  # nothing it left running may slow the reference down
@@ -227,7 +227,7 @@ def time_candidate(ev: Any) -> None:
             compiled["blocks"] = time_compiled(ev, sides, sets, calls, compiled)
         del sets
         release_quietly(sides)
-    ev.mark("timing")
+    ev.mark("timing_reference")
     if "blocks" not in compiled and "unavailable" not in compiled:
         compile_and_time(ev, sides, seeds, calls, compiled)
     _record(ev, cand_blocks, ref_blocks, calls, len(seeds), compiled, hardware)
