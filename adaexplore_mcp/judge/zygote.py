@@ -204,9 +204,10 @@ def main() -> None:
         from . import frontend
 
         frontend.install()  # snapshot the clean triton.language before any child runs a kernel
+    else:  # the interpreter and the front-end check never compute Triton's cache key: only GPU runners need it
+        _hash_triton_installation()
     torch.use_deterministic_algorithms(True, warn_only=True)  # its first call costs a second: pay it once
     torch.use_deterministic_algorithms(False)
-    _hash_triton_installation()
 
     ctrl.sendall(b'{"ready": true}\n')
     serve(ctrl)
