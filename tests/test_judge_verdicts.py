@@ -210,3 +210,21 @@ def test_an_out_of_memory_is_retried_once_on_a_fresh_referee(
     assert any("out of memory again on a fresh judge process" in w for w in ev.warnings)
     assert "out of memory" in ev.error.message.lower()
     assert judge.evaluate(task(), GOOD).verdict == Verdict.passed  # the judge carries on
+
+
+def test_tracing_ops_tells_round_trips_from_time_inside_the_runners(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Latency work needs to know whether a request's time is spent in the runner or on the way."""
+    from adaexplore_mcp.judge.runners import OP_TRACE_ENV
+
+    monkeypatch.setenv(OP_TRACE_ENV, "1")
+    traced = Judge(cpu_settings(tmp_path_factory.mktemp("traced")))
+    try:
+        ev = traced.evaluate(task(), GOOD)
+    finally:
+        traced.close()
+    assert ev.verdict == Verdict.passed, ev
+    assert ev.ops_ms and "cand.forward" in ev.ops_ms and "ref.make" in ev.ops_ms
+    for op, (calls, round_trip, inside) in ev.ops_ms.items():
+        assert calls >= 1 and 0 <= inside <= round_trip, op
+    assert ev.ops_ms["cand.forward"][2] > 0

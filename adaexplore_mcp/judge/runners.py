@@ -22,7 +22,7 @@ from typing import Any
 from . import wire
 
 LOG_TAIL_BYTES = 6000
-OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"  # "1": every result carries `ops_ms`, each runner op's calls and round trip
+OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"  # "1": every result carries `ops_ms`: per runner op, calls, round-trip ms, ms in the runner
 READY_TIMEOUT_S = 120.0
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
 ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
@@ -96,7 +96,7 @@ class RunnerHandle:
                                            "role": role})
         self.ready: dict[str, Any] | None = None
         self.alive = True
-        self.trace: dict[str, list[float]] | None = None  # op -> [calls, ms] when the referee traces (OP_TRACE_ENV)
+        self.trace: dict[str, list[float]] | None = None  # op -> [calls, ms, runner ms] when tracing (OP_TRACE_ENV)
         self.bytes = 0  # device memory this runner holds (references: for the cache's budget)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
@@ -107,6 +107,8 @@ class RunnerHandle:
     def call(self, header: dict[str, Any], buffers: list[Any], deadline: float,
              max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
         self.wait_ready(max(1.0, deadline - time.monotonic()))
+        if self.trace is not None:
+            header = {**header, "trace": True}
         return self._traced(str(header.get("op")), lambda: self._exchange(header, buffers, deadline, max_reply))
 
     def _exchange(self, header: dict[str, Any], buffers: list[Any], deadline: float,
@@ -126,12 +128,17 @@ class RunnerHandle:
         if self.trace is None:
             return exchange()
         started = time.perf_counter()
+        reply: dict[str, Any] = {}
         try:
-            return exchange()
+            reply, bufs = exchange()
+            return reply, bufs
         finally:
-            entry = self.trace.setdefault(f"{self.role}.{op}", [0, 0.0])
+            entry = self.trace.setdefault(f"{self.role}.{op}", [0, 0.0, 0.0])
             entry[0] += 1
             entry[1] = round(entry[1] + (time.perf_counter() - started) * 1e3, 2)
+            inside = reply.get("op_ms") if isinstance(reply, dict) else None
+            if isinstance(inside, (int, float)):
+                entry[2] = round(entry[2] + float(inside), 2)
 
     def _recv(self, deadline: float, max_reply: int) -> tuple[dict[str, Any], list[bytes]]:
         while True:
