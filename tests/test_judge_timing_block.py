@@ -142,18 +142,18 @@ def _ev_for_checks() -> Any:
 
 def test_one_storage_returned_for_two_calls_is_an_output_cache() -> None:
     ev, same = _ev_for_checks(), torch.ones(3)
-    assert not referee_timing._check_block(ev, [(0, same), (5, same)], [torch.ones(3)], 6, 6)
+    assert not referee_timing._check_block(ev, [(0, same), (5, same)], {0: torch.ones(3)}, 1, 6, 6)
     assert ev.out.fields["rejected"]["check"] == "output_reused_across_calls"
 
 
 def test_a_picked_output_that_differs_is_a_timed_mismatch_and_right_ones_pass() -> None:
     ev = _ev_for_checks()
-    expected = [torch.zeros(3), torch.ones(3)]
-    assert referee_timing._check_block(ev, [(0, torch.zeros(3)), (3, torch.ones(3))], expected, 4, 4)
-    assert not referee_timing._check_block(ev, [(2, torch.ones(3))], expected, 4, 4)
+    expected = {0: torch.zeros(3), 1: torch.ones(3)}  # by set index: call i was given set i % 2
+    assert referee_timing._check_block(ev, [(0, torch.zeros(3)), (3, torch.ones(3))], expected, 2, 4, 4)
+    assert not referee_timing._check_block(ev, [(2, torch.ones(3))], expected, 2, 4, 4)
     assert ev.out.fields["rejected"]["check"] == "timed_output_mismatch"
     short = _ev_for_checks()
-    assert not referee_timing._check_block(short, [(0, torch.zeros(3))], expected, 4, 3)
+    assert not referee_timing._check_block(short, [(0, torch.zeros(3))], expected, 2, 4, 3)
     assert "reported 3 times for 4 calls" in short.out.fields["rejected"]["message"]
 
 
@@ -166,6 +166,29 @@ def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indice
     assert got.tolist() == [1.0, 1.0]
     for bad in ([2], [-1], ["0"], [True], "0"):
         assert "internal" in runner.op_timed_outputs({"indices": bad}, [], [])
+
+
+def test_the_reference_computes_outputs_only_for_the_picked_sets_from_its_own_inputs() -> None:
+    runner = Runner.__new__(Runner)
+    runner.device = "cpu"
+    calls: list[float] = []
+
+    def writes_its_input(x: torch.Tensor) -> torch.Tensor:
+        calls.append(float(x[0]))
+        y = x * 2
+        x.zero_()  # a reference allowed to write its input: the kept copy must survive it
+        return y
+
+    runner.model = writes_its_input
+    runner.kept = {"timing": [([torch.full((2,), float(k))], None) for k in range(4)]}
+    bufs: list = []
+    reply = runner.op_outputs({"key": "timing", "indices": [3, 1, 3]}, [], bufs)
+    assert reply["indices"] == [1, 3] and calls == [1.0, 3.0]
+    got = wire.decode_value({"list": reply["outputs"]}, bufs)
+    assert [t.tolist() for t in got] == [[2.0, 2.0], [6.0, 6.0]]
+    assert runner.kept["timing"][3][0][0].tolist() == [3.0, 3.0]
+    for bad in ([4], [-1], ["0"], [True], "0"):
+        assert "internal" in runner.op_outputs({"key": "timing", "indices": bad}, [], [])
 
 
 def test_what_happens_after_the_answer_until_the_picked_outputs_are_mapped_is_on_the_wall_clock() -> None:

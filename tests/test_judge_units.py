@@ -149,6 +149,26 @@ def test_comparison_passes_within_tolerance_and_reports_the_worst_element_otherw
     assert m["mismatched_fraction"] == pytest.approx(1 / 20)
 
 
+def test_comparison_statistics_are_exact_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks are read back in one transfer each: the worst element, the error maxima and the first
+    non-finite element must still be those of the whole output."""
+    from adaexplore_mcp.judge import compare as compare_module
+
+    monkeypatch.setattr(compare_module, "CHUNK", 7)
+    ref = torch.linspace(1, 2, 40).reshape(5, 8)
+    out = ref.clone()
+    out[1, 2] += 0.05  # chunk 1
+    out[4, 6] += 0.2  # chunk 5: the worst
+    m = compare(ref, out, 0, 1e-2, 1e-2, 1e-2)
+    assert m["reason"] == "values" and m["worst_index"] == [4, 6] and m["mismatched_fraction"] == 2 / 40
+    assert m["max_abs_error"] == pytest.approx(0.2, rel=1e-5)
+    assert m["max_rel_error"] == pytest.approx(0.2 / float(ref[4, 6]), rel=1e-5)
+    out[3, 1] = float("nan")
+    out[4, 0] = float("inf")
+    m = compare(ref, out, 0, 1e-2, 1e-2, 1e-2)
+    assert m["reason"] == "non_finite" and m["worst_index"] == [3, 1] and m["mismatched_fraction"] == 2 / 40
+
+
 def test_comparison_checks_output_count_dtype_and_tuple_outputs() -> None:
     a = torch.ones(3)
     assert compare((a, a), (a,), 0, 1e-2, 1e-2, 1e-2)["reason"] == "count"

@@ -92,27 +92,33 @@ class _Scan:
         self.worst_err = (-float("inf"), 0)
 
     def add(self, start: int, rd: torch.Tensor, od: torch.Tensor) -> None:
+        """Fold one chunk in. Every statistic is computed on the tensors' device and read back in a single
+        transfer: one device round trip per chunk, not ten (on the H200 the ten cost 2 ms per output
+        compared, 80-90 ms of an evaluation's 1.3 s)."""
         r_fin, o_fin = torch.isfinite(rd), torch.isfinite(od)
         bad = r_fin != o_fin
         bad |= ~r_fin & ~o_fin & ~((rd == od) | (rd.isnan() & od.isnan()))
-        nbad = int(bad.sum())
-        if nbad:
-            if not self.bad:
-                self.first_bad = start + int(torch.argmax(bad.to(torch.uint8)))
-            self.bad += nbad
-            return
         rd, od = torch.where(r_fin, rd, 0.0), torch.where(r_fin, od, 0.0)
         err = (od - rd).abs()
         margin = err - (self.atol + self.rtol * rd.abs())
-        self.over += int((margin > 0).sum())
-        self.max_abs = max(self.max_abs, float(err.max()))
-        self.max_rel = max(self.max_rel, float((err / rd.abs().clamp_min(1e-12)).max()))
-        self.sq_err += float((err * err).sum())
-        self.sq_ref += float((rd * rd).sum())
-        for name, score in (("worst_over", margin), ("worst_err", err)):
-            k = int(torch.argmax(score))
-            if float(score[k]) > getattr(self, name)[0]:
-                setattr(self, name, (float(score[k]), start + k))
+        k_over, k_err = torch.argmax(margin), torch.argmax(err)
+        stats = torch.stack([bad.sum().double(), torch.argmax(bad.to(torch.uint8)).double(),
+                             (margin > 0).sum().double(), err[k_err], (err / rd.abs().clamp_min(1e-12)).max(),
+                             (err * err).sum(), (rd * rd).sum(), k_over.double(), margin[k_over], k_err.double()])
+        nbad, first_bad, over, max_abs, max_rel, sq_err, sq_ref, i_over, worst_margin, i_err = stats.tolist()
+        if nbad:
+            if not self.bad:
+                self.first_bad = start + int(first_bad)
+            self.bad += int(nbad)
+            return
+        self.over += int(over)
+        self.max_abs = max(self.max_abs, max_abs)
+        self.max_rel = max(self.max_rel, max_rel)
+        self.sq_err += sq_err
+        self.sq_ref += sq_ref
+        for name, score, k in (("worst_over", worst_margin, i_over), ("worst_err", max_abs, i_err)):
+            if score > getattr(self, name)[0]:
+                setattr(self, name, (score, start + int(k)))
 
     @property
     def norm_err(self) -> float:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import torch
 
 
+KEEP_CACHED_BYTES = 2 << 30  # unused cache a process may keep between requests: small tasks reuse it, large ones flush
+
+
 def give_back(keep_cached_bytes: int = 0) -> None:
     """Wait for the device, free blocks CUDA IPC held for a peer that has let go of them, and return the
     allocator's cached memory when more than `keep_cached_bytes` of it is unused. No-op without CUDA."""

@@ -97,7 +97,7 @@ def compile_and_time(ev: Any, sides: Any, seeds: list[int], calls: int, compiled
     compiled["compile_s"] = round(time.monotonic() - started, 2)
     with gpu_lock(ev.referee.home, ev.referee.physical_index or 0):
         sets = sides.inputs_only(seeds, "timing")
-        sides.release_ref()
+        sides.release_early()
         compiled["blocks"] = time_compiled(ev, sides, sets, calls, compiled)
         del sets
         release_quietly(sides)
@@ -113,7 +113,7 @@ def time_compiled(ev: Any, sides: Any, sets: list[list[Any]], calls: int, compil
             del outs
             if not times:
                 raise ReferenceFailure("the compiled reference answered no times")
-            sides.release_ref("timed")
+            sides.release_early("timed")
             blocks.append((times, wall, n))
     except ReferenceFailure as exc:
         compiled["unavailable"] = _compile_failed[ev.ref.key] = f"timing the compiled reference failed: {str(exc)[:300]}"

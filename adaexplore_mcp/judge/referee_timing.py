@@ -12,8 +12,9 @@ Further rules:
   memory; an output cache filled there answers no timed call);
 - fresh input sets for every candidate block, and fresh inputs per timed call where memory allows (so
   a cache keyed on inputs never hits); every call's output kept, and after the block the referee picks
-  4 (a pair on the same inputs when sets repeat) to check against the reference's outputs it obtained
-  before the candidate saw those inputs, and rejects a storage returned for two calls;
+  4 (a pair on the same inputs when sets repeat) to check against the reference's outputs for them,
+  computed from the reference's own copies of those inputs (the candidate is lent the referee's), and
+  rejects a storage returned for two calls;
 - the candidate's process is killed before the reference is timed, so no work it leaves behind
   (a thread launching kernels) can slow the reference down and inflate its speedup;
 - everything under the per-GPU lock, so two evaluations never time on one GPU at once.
@@ -44,6 +45,7 @@ BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope
 HIDDEN_ABS_MS = 0.02  # work the events may miss per call before the wall clock is believed instead
 HIDDEN_REL = 0.2
 CHECKED_PER_BLOCK = 4
+EARLY_RELEASE_BYTES = 1 << 30  # sets at least this large are released as soon as they are done with
 
 
 def profile_share(ev: Any) -> dict[str, Any] | None:
@@ -55,7 +57,8 @@ def profile_share(ev: Any) -> dict[str, Any] | None:
     try:
         reply, _ = ev.cand_call({"op": "profile", "inputs": wire.encode_value(lent, buffers, pack=False)}, buffers)
     finally:
-        ev.release()
+        if ev.set_bytes >= EARLY_RELEASE_BYTES:  # else: the candidate is killed next, the reference lets go at the end
+            ev.release()
     kernels = [(str(k)[:120], float(v)) for k, v in reply.get("kernels", []) if isinstance(v, (int, float))]
     total = sum(v for _, v in kernels)
     if total <= 0:
@@ -126,6 +129,7 @@ class _Sides:
 
     def __init__(self, ev: Any) -> None:
         self.ev = ev
+        self.block_bytes = ev.set_bytes  # device memory one block's sets and outputs take (set once planned)
 
     def cand(self, header: dict, buffers: list) -> tuple[dict, list]:
         return self.ev.cand_call(header, buffers, max_reply=64 << 20)
@@ -140,14 +144,14 @@ class _Sides:
     def ref_more(self) -> tuple[dict, list]:
         return self.ev.referee.receive_ref(self.ev.ref, self.ev.deadline, "timing the reference")
 
-    def make(self, seeds: list[int], key: str) -> tuple[list[list[Any]], list[Any]]:
-        """Input sets drawn by the reference, copied into the referee's memory (the copies are what both
-        sides are lent, so both pay the same cost to map them inside their timed blocks), and the
-        reference's outputs for them."""
-        made = self.ev.make_inputs(seeds, key)
-        sets = wire.pack([inputs for inputs, _ in made])
-        torch.cuda.synchronize()
-        return sets, [output for _, output in made]
+    def outputs_for(self, key: str, indices: list[int]) -> dict[int, Any]:
+        """The reference's outputs for some of the sets it drew under `key`, by set index: computed only
+        for the outputs the referee picked to check (4 per block, not one per set: 60-130 forwards fewer per
+        block), after the block, from the reference's own copies of the inputs."""
+        reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "outputs", "key": key, "indices": indices},
+                                               self.ev.deadline, "running the reference")
+        opened: dict = {}
+        return {int(i): wire.decode_value(o, bufs, opened=opened) for i, o in zip(reply["indices"], reply["outputs"])}
 
     @staticmethod
     def lend(sets: list[list[Any]]) -> dict[str, Any]:
@@ -158,8 +162,21 @@ class _Sides:
         self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
                                  "releasing the reference")
 
+    def release_early(self, only: str | None = None, cand: bool = False, ref: bool = True) -> None:
+        """Release between blocks only when a block's sets and outputs are large (the next block needs their
+        memory). Otherwise the runners drop them when the next `make` or `time` replaces them: on the H200
+        each release was a 5-8 ms round trip, 15-19 of them per evaluation."""
+        if self.block_bytes < EARLY_RELEASE_BYTES:
+            return
+        if cand:
+            self.ev.cand_call({"op": "release"})
+        if ref:
+            self.release_ref(only)
+
     def inputs_only(self, seeds: list[int], key: str) -> list[list[Any]]:
-        """Input sets drawn by the reference (no outputs: nothing is compared), copied into the referee."""
+        """Input sets drawn by the reference, without its outputs, copied into the referee's memory: the copies
+        are what both sides are lent (so both pay the same cost to map them inside their timed blocks), and
+        the reference keeps its own until its next draw under `key` (for `outputs_for`)."""
         reply, bufs = self.ev.referee.call_ref(self.ev.ref, {"op": "make", "seeds": seeds, "key": key,
                                                              "outputs": False}, self.ev.deadline, "drawing inputs")
         opened: dict = {}
@@ -185,23 +202,24 @@ def time_candidate(ev: Any) -> None:
         calls = max(2, min(reps // sum(BLOCK_LENGTHS) + 1, BLOCK_MEMORY_BYTES // (max(BLOCK_LENGTHS) * out_bytes)))
         sets_count = max(1, min(max(BLOCK_LENGTHS) * calls, BLOCK_MEMORY_BYTES // max(1, in_bytes + out_bytes)))
         seeds = [random.getrandbits(62) for _ in range(sets_count)]  # the reference's sets, below
+        sides.block_bytes = sets_count * (in_bytes + out_bytes) + max(BLOCK_LENGTHS) * calls * out_bytes
         _warm_clocks()
         cand_blocks = []
         for length in BLOCK_LENGTHS:
             n = length * calls
             # Fresh input sets for every block: an output cache filled in an earlier block (keyed on pointers
             # or on values) never answers a timed call of this one.
-            sets, expected = sides.make([random.getrandbits(62) for _ in range(sets_count)], "timing")
+            sets = sides.inputs_only([random.getrandbits(62) for _ in range(sets_count)], "timing")
             times, wall, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": n}, [],
                                        pick=lambda calls: pick_checked(calls, len(sets), CHECKED_PER_BLOCK))
             if not times:
                 out.error(outs[0] if outs else {})
                 return
-            if not _check_block(ev, outs, expected, n, len(times)):
+            expected = sides.outputs_for("timing", sorted({i % len(sets) for i, _ in outs}))
+            if not _check_block(ev, outs, expected, len(sets), n, len(times)):
                 return
             del outs, expected, sets
-            ev.cand_call({"op": "release"})
-            sides.release_ref()
+            sides.release_early(cand=True)
             cand_blocks.append((times, wall, n))
         # Profiled only now, after its timed blocks: torch.profiler leaves CUPTI attached to the process,
         # and every later launch pays for it (see bench/README.md, "profiler residue").
@@ -210,7 +228,7 @@ def time_candidate(ev: Any) -> None:
         ev.mark("profile")
         ev.cand.kill()  # nothing it left running may slow the reference down
         sets = sides.inputs_only(seeds, "timing")  # the reference's own draw (no outputs: nothing is compared)
-        sides.release_ref()
+        sides.release_early()
         ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
         plan = [("strict", length) for length in BLOCK_LENGTHS] + [("tf32", 2)]  # TF32: its events only
         for mode, length in plan:
@@ -219,7 +237,7 @@ def time_candidate(ev: Any) -> None:
             if not times:
                 raise ReferenceFailure(f"timing the reference failed: {str(outs[0] if outs else '')[:300]}")
             del outs
-            sides.release_ref("timed")
+            sides.release_early("timed")
             ref_blocks[mode].append((times, wall, n))
         hardware = hardware_context(ev)  # under the lock: an unknown GPU's bandwidth is measured once, here
         compiled: dict[str, Any] = {}
@@ -244,22 +262,24 @@ def _warm_clocks() -> None:
 
 def _estimate(ev: Any, sides: _Sides) -> float:
     """Milliseconds of one candidate + references round, from a short block of each (untimed)."""
-    sets, _ = sides.make([random.getrandbits(62)], "estimate")
-    sides.release_ref()
+    sets = sides.inputs_only([random.getrandbits(62)], "estimate")
+    sides.release_early()
     times_c, _, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": 3}, [])
     if not times_c:
         ev.out.error(outs[0] if outs else {})
         return 0.0
     del outs
-    ev.cand_call({"op": "release"})
+    sides.release_early(cand=True, ref=False)
     times_r, _, outs = _block(sides.ref, sides.ref_more, {**sides.lend(sets), "calls": 3}, [])
     del outs
-    sides.release_ref("timed")
+    sides.release_early("timed")
     return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
 
 
-def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: list, calls: int, timed: int) -> bool:
-    """The outputs the referee picked must match, and no storage may be returned for two calls."""
+def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: dict[int, Any], sets: int, calls: int,
+                 timed: int) -> bool:
+    """The outputs the referee picked must match the reference's for their input sets (`expected`, by set
+    index; call i was given set i % sets), and no storage may be returned for two calls."""
     out, limits = ev.out, ev.limits
     if timed != calls:
         out.reject("timed_output_mismatch", f"the timed block reported {timed} times for {calls} calls")
@@ -271,7 +291,7 @@ def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: list, calls: in
         return False
     atol, rtol = ev.tol
     for i, got in outs:
-        mismatch = compare(expected[i % len(expected)], got, i, atol, rtol, limits.max_rel_norm)
+        mismatch = compare(expected[i % sets], got, i, atol, rtol, limits.max_rel_norm)
         if mismatch is not None:
             out.reject("timed_output_mismatch", f"the output of timed call {i} differs from the reference "
                        f"(reason {mismatch['reason']}, max abs error {mismatch.get('max_abs_error')})")

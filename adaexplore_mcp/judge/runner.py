@@ -27,13 +27,12 @@ from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
 from .compare import nbytes, tensor_specs
-from .device_memory import give_back
+from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
 from .runner_timing import TimingOps
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
-RELEASE_CACHED_BYTES = 2 << 30
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)  # the referee is trusted; the bound only stops a corrupt stream
 
 
@@ -194,7 +193,12 @@ class Runner(TimingOps):
 
     # -- running -----------------------------------------------------------------------------------
     def op_make(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Reference: fresh inputs for each seed (drawn on the device) and the reference's outputs."""
+        """Reference: fresh inputs for each seed (drawn on the device) and the reference's outputs. Sets
+        drawn earlier under the same key go first (the referee has let go of them), and the device is
+        waited for once, after the last set (an asynchronous failure still surfaces here)."""
+        key = str(req["key"])
+        for stale in (key, f"{key}/packs", f"{key}/outputs"):
+            self.kept.pop(stale, None)
         sets = []
         for seed in req["seeds"]:
             torch.manual_seed(int(seed))
@@ -208,21 +212,48 @@ class Runner(TimingOps):
                 if req.get("outputs", True):
                     small = nbytes(inputs) < CLONE_BYTES
                     fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
-                    result = self._forward_ref(fed, req.get("mode", "strict"))
+                    result = self._forward_ref(fed, req.get("mode", "strict"), sync=False)
             except BaseException as exc:  # noqa: BLE001
                 return self._ref_error("get_inputs()/forward", exc)
             sets.append((inputs, result))
-        self.kept[str(req["key"])] = sets
+        try:
+            self._sync()
+        except BaseException as exc:  # noqa: BLE001
+            return self._ref_error("get_inputs()/forward", exc)
+        self.kept[key] = sets
         packs: list[Any] = []
-        self.kept[f"{req['key']}/packs"] = packs
+        self.kept[f"{key}/packs"] = packs
         both = wire.encode_value([[list(i), o] for i, o in sets], out, packs)["list"]
         return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both]}
 
-    def _forward_ref(self, inputs: list[Any], mode: str) -> Any:
+    def op_outputs(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: its outputs for the kept sets the referee picked after a timed block (by index, each
+        once). Its own copies of the inputs are used: the candidate was lent the referee's, never these."""
+        sets = self.kept[str(req["key"])]
+        picked = req.get("indices")
+        if not isinstance(picked, list) or not all(type(i) is int and 0 <= i < len(sets) for i in picked):
+            return {"internal": "bad indices for the reference's outputs"}
+        wanted = sorted(set(picked))
+        results = []
+        try:
+            for i in wanted:
+                inputs = sets[i][0]
+                small = nbytes(inputs) < CLONE_BYTES
+                fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
+                results.append(self._forward_ref(fed, "strict", sync=False))
+            self._sync()
+        except BaseException as exc:  # noqa: BLE001
+            return self._ref_error("forward", exc)
+        packs: list[Any] = []
+        self.kept[f"{req['key']}/outputs"] = (results, packs)
+        return {"indices": wanted, "outputs": wire.encode_value(results, out, packs)["list"]}
+
+    def _forward_ref(self, inputs: list[Any], mode: str, sync: bool = True) -> Any:
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         with torch.no_grad():
             result = self.model(*inputs)
-        self._sync()
+        if sync:
+            self._sync()
         precision.pin_strict()
         return result
 
@@ -390,7 +421,7 @@ class Runner(TimingOps):
         else:
             self.kept.clear()
         if self.device == "cuda":
-            give_back(RELEASE_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
+            give_back(KEEP_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
 
 

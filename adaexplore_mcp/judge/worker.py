@@ -116,10 +116,11 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
         return {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
     finally:
         # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
-        # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory.
-        from .device_memory import give_back
+        # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
+        # cached: returning them made the next evaluation pay cudaMalloc again.
+        from .device_memory import KEEP_CACHED_BYTES, give_back
 
-        give_back()
+        give_back(KEEP_CACHED_BYTES)
 
 
 def _profiled(fn: Any, *args: Any) -> Any:
