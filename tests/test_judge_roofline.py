@@ -301,6 +301,9 @@ class _FakeSides:
     def release_ref(self, only=None):
         self.released.append(only)
 
+    def release_early(self, only=None, cand=False, ref=True):
+        self.released.append(f"early:{only}")
+
 
 def test_a_compile_is_paid_once_then_timed_in_blocks_of_the_compiled_variant(tmp_path: Path) -> None:
     import time
@@ -314,7 +317,8 @@ def test_a_compile_is_paid_once_then_timed_in_blocks_of_the_compiled_variant(tmp
     sides, compiled = _FakeSides(ev), {}
     referee_baselines.compile_and_time(ev, sides, [1, 2, 3], 5, compiled)
     assert compiled["compile_s"] >= 0 and [n for _, _, n in compiled["blocks"]] == [5, 10]
-    assert all(h["variant"] == "compiled" for h in sides.headers) and "timed" in sides.released
+    assert all(h["variant"] == "compiled" for h in sides.headers) and "early:timed" in sides.released
+    assert sides.released[-1] is None  # everything the reference kept goes at the end
     timing: dict = {}
     assert referee_baselines.compiled_median(ev, compiled, timing) == pytest.approx(0.2)
     assert timing["reference_compiled"]["reps"] == 15

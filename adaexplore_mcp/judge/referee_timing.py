@@ -42,7 +42,10 @@ from .timing import METHOD, gpu_lock, plan_reps, summarize
 
 BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
 BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope cancels fixed costs
-HIDDEN_ABS_MS = 0.02  # work the events may miss per call before the wall clock is believed instead
+# Work the events may miss per call before the wall clock is believed instead. Honest candidates on the H200 showed
+# up to 0.023 ms (run i: 2 of 3 scale_bias_gelu runs were charged at 0.02, their speedup 3.65x read 2.75x); the timing
+# attacks of the red-team corpus hide 0.13-0.15 ms per call.
+HIDDEN_ABS_MS = 0.04
 HIDDEN_REL = 0.2
 CHECKED_PER_BLOCK = 4
 EARLY_RELEASE_BYTES = 1 << 30  # sets at least this large are released as soon as they are done with
