@@ -261,6 +261,15 @@ def test_one_stalled_block_never_charges_an_honest_candidate() -> None:
     assert hidden_per_call(patched, ref) == pytest.approx(0.1299)
     assert hidden_per_call(side_stream, blocks(0.39, 0.45, stall_ms=(0, 55.0, 0, 0))) is None  # lenient, never unfair
 
+    # Accused, the charge counts from the reference's least generous pair (pairs measured on the H200)
+    def paired(event_ms: float, outside: tuple[float, float]) -> list:
+        return [([event_ms] * n, 9.0 + (event_ms + o) * n, n)
+                for n, o in zip((16, 32, 16, 32), (outside[0], outside[0], outside[1], outside[1]))]
+
+    measured_ref = paired(0.389, (0.0748, 0.1028))
+    assert outside_per_pair(measured_ref) == pytest.approx([0.0748, 0.1028])
+    assert hidden_per_call(paired(0.0001, (0.2, 0.2)), measured_ref) == pytest.approx(0.2 - 0.0748)
+
 
 def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named(tmp_path, monkeypatch) -> None:
     import pstats

@@ -346,13 +346,19 @@ def hidden_per_call(cand_blocks: list[tuple[list[float], float, int]],
     events, deferred work). Noise only ever helps the candidate: it is accused only when every one of its
     pairs shows the excess (their minimum) over the most generous of the reference's pairs (their
     maximum, never below 0), by more than `HIDDEN_ABS_MS` and `HIDDEN_REL` of its events. Work hidden in
-    every call shows in every pair, so the attacks stay caught."""
+    every call shows in every pair, so the attacks stay caught.
+
+    Once accused, the charge is measured against the reference's least generous pair above 0 (a pair at or
+    below 0 is a stalled block, not a cost): on the H200 the most generous one still credited a candidate
+    with patched events 0.03 ms per call it had not earned, and its speedup read 4.03x against the honest
+    kernel's 2.98x."""
     cand, ref = outside_per_pair(cand_blocks), outside_per_pair(ref_blocks)
     if not cand:
         return None
     ev_c = statistics.median(_samples(cand_blocks))
-    hidden = min(cand) - max([0.0, *ref])
-    return hidden if hidden > max(HIDDEN_ABS_MS, HIDDEN_REL * ev_c) else None
+    if min(cand) - max([0.0, *ref]) <= max(HIDDEN_ABS_MS, HIDDEN_REL * ev_c):
+        return None
+    return min(cand) - min([r for r in ref if r > 0], default=0.0)
 
 
 def block_summary(blocks: list[tuple[list[float], float, int]]) -> list[list[float]]:
