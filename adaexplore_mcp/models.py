@@ -276,8 +276,9 @@ class Evaluation(BaseModel):
     determinism: str | None = Field(default=None, description="the comparison policy when the reference itself is "
                                     "not deterministic")
     stages_ms: dict[str, float] = Field(default_factory=dict, description="where the judge's time went")
-    ops_ms: dict[str, list[float]] | None = Field(default=None, description="only with ADAEXPLORE_TRACE_OPS=1: each "
-                                                  "runner request as [calls, round-trip ms, ms inside the runner], for latency work")
+    ops_ms: dict[str, list[float]] | None = Field(default=None, description="only with ADAEXPLORE_TRACE_OPS=1: "
+                                                  "each runner request as [calls, round-trip ms, ms inside the "
+                                                  "runner], for latency work")
     work: dict[str, Any] | None = Field(default=None, description="where the GPU time went: the share spent in the "
                                         "candidate's own Triton kernels, and the other kernels by name")
 

@@ -104,6 +104,7 @@ def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: 
             "error": last.error.message if last.error else None, "warnings": last.warnings,
             "mismatch": last.mismatch.model_dump() if last.mismatch else None,
             "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms, "ops_ms": last.ops_ms,
+            "speedups": last.speedups.model_dump() if last.speedups else None,  # eager, TF32, compiled, % roofline
         })
         print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
               f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)
@@ -121,14 +122,16 @@ def markdown(r: dict) -> str:
              f"Cold start (first evaluation after Judge creation): {r['cold_start_s']:.2f} s; "
              f"warm median over all tasks: {r['warm_median_all_s']:.2f} s", "",
              "| task | verdict | first eval (s) | warm median (s) | trials (ms) | timing (ms) | speedup | speedup vs TF32 "
-             "| below fp32 | warnings |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| vs torch.compile | % roofline | below fp32 | warnings |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     for t in r["tasks"]:
         stages = t.get("stages_ms") or {}
+        yardsticks = t.get("speedups") or {}
         lines.append(f"| {t['task']} | {t['verdict']} | {t['first_s']:.2f} | {t['warm_median_s']:.2f} | "
                      f"{stages.get('trials', '-')} | {_timing_ms(stages)} | "
-                     f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {t['below_fp32']} | {len(t['warnings'])} |")
+                     f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {fmt(yardsticks.get('compiled'))} | "
+                     f"{fmt(yardsticks.get('pct_roofline'))} | {t['below_fp32']} | {len(t['warnings'])} |")
     s = r.get("stability")
     if s is None:
         lines += ["", "Stability: not measured (the run was cut short at its time cap)"]

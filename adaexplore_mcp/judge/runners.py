@@ -22,7 +22,8 @@ from typing import Any
 from . import wire
 
 LOG_TAIL_BYTES = 6000
-OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"  # "1": every result carries `ops_ms`: per runner op, calls, round-trip ms, ms in the runner
+# "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner
+OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"
 READY_TIMEOUT_S = 120.0
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
 ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
