@@ -210,9 +210,7 @@ class Runner(TimingOps):
                 inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
                 result = None
                 if req.get("outputs", True):
-                    small = nbytes(inputs) < CLONE_BYTES
-                    fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
-                    result = self._forward_ref(fed, req.get("mode", "strict"), sync=False)
+                    result = self._forward_ref(_guarded(inputs), req.get("mode", "strict"), sync=False)
             except BaseException as exc:  # noqa: BLE001
                 return self._ref_error("get_inputs()/forward", exc)
             sets.append((inputs, result))
@@ -237,10 +235,7 @@ class Runner(TimingOps):
         results = []
         try:
             for i in wanted:
-                inputs = sets[i][0]
-                small = nbytes(inputs) < CLONE_BYTES
-                fed = [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
-                results.append(self._forward_ref(fed, "strict", sync=False))
+                results.append(self._forward_ref(_guarded(sets[i][0]), "strict", sync=False))
             self._sync()
         except BaseException as exc:  # noqa: BLE001
             return self._ref_error("forward", exc)
@@ -423,6 +418,13 @@ class Runner(TimingOps):
         if self.device == "cuda":
             give_back(KEEP_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
         return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
+
+
+def _guarded(inputs: list[Any]) -> list[Any]:
+    """What the reference's forward is given: copies of inputs below CLONE_BYTES (it may write them, and the
+    kept originals must stay as drawn); larger inputs as they are (a copy could run the device out of memory)."""
+    small = nbytes(inputs) < CLONE_BYTES
+    return [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
 
 
 def _aliased(result: Any, inputs: list[Any]) -> bool:
