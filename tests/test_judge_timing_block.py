@@ -219,3 +219,25 @@ def test_a_model_that_cannot_take_zeros_is_primed_on_copies_of_the_first_set() -
     copies = [x for x in seen if x.any()]
     assert len(copies) == 3 and all(torch.equal(x, first) and x.data_ptr() != first.data_ptr() for x in copies)
     assert wire.json.loads(runner.conn.frames[0].decode())["primed"] is True
+
+
+def test_a_new_draw_drops_the_old_sets_of_its_key_before_it_allocates() -> None:
+    """Why blocks below EARLY_RELEASE_BYTES need no `release` between them: the reference's next `make`
+    under a key lets go of that key's old sets (and their packs and outputs) before get_inputs() runs,
+    so its allocator reuses their memory instead of holding two blocks at once."""
+    runner = Runner.__new__(Runner)
+    runner.device = "cpu"
+    seen_when_drawing: list[list[str]] = []
+
+    class Module:
+        @staticmethod
+        def get_inputs() -> list[torch.Tensor]:
+            seen_when_drawing.append(sorted(runner.kept))
+            return [torch.randn(3)]
+
+    runner.module = Module
+    runner.kept = {"timing": [([torch.zeros(3)], None)], "timing/packs": [], "timing/outputs": {}, "trial": ["kept"]}
+    reply = runner.op_make({"key": "timing", "seeds": [1, 2], "outputs": False}, [], [])
+    assert len(reply["sets"]) == 2
+    assert seen_when_drawing == [["trial"], ["trial"]]  # other keys stay; this key's old sets went first
+    assert sorted(runner.kept) == ["timing", "timing/packs", "trial"] and len(runner.kept["timing"]) == 2

@@ -48,9 +48,12 @@ BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope
 HIDDEN_ABS_MS = 0.04
 HIDDEN_REL = 0.2
 CHECKED_PER_BLOCK = 4
-# A block's sets and outputs at least this large are released as soon as they are done with. At 1 GiB, L2 tasks
-# (32 sets of 16 MiB) still paid 16 releases of 8 ms each on the H200 (run i); 6 GiB tasks need theirs.
-EARLY_RELEASE_BYTES = 4 << 30
+# A block's sets and outputs at least this large are released as soon as they are done with. Below it the runners
+# drop a key's old sets and timed outputs before they allocate the next ones, so a release only adds a round trip
+# (and a cudaMalloc after it): at 1 and 4 GiB, L2 tasks (blocks of 4-6 GiB) still paid 16 releases of 5-8 ms each
+# on the H200 (runs i, 2026-12-04-a). 6 GiB tasks (blocks of 36 GiB) need theirs: what the candidate kept would
+# otherwise sit beside the next block's sets. Blocks are at most 16 GiB below it (BLOCK_MEMORY_BYTES twice).
+EARLY_RELEASE_BYTES = 12 << 30
 
 
 def profile_share(ev: Any) -> dict[str, Any] | None:
