@@ -105,6 +105,7 @@ def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: 
             "mismatch": last.mismatch.model_dump() if last.mismatch else None,
             "sandbox": last.sandbox, "lineup": last.lineup, "stages_ms": last.stages_ms, "ops_ms": last.ops_ms,
             "speedups": last.speedups.model_dump() if last.speedups else None,  # eager, TF32, compiled, % roofline
+            "blocks": [w.timing.blocks for _, w in warm if w.timing],  # wall vs events per block (hidden-work checks)
         })
         print(f"  {task.name}: {last.verdict.value} first {first_s:.2f}s warm "
               f"{report['tasks'][-1]['warm_median_s']:.2f}s speedup {last.speedup}", file=sys.stderr, flush=True)

@@ -53,12 +53,34 @@ def throughput(spec: TaskSpec, sources: list[str], workers: int, home: Path, dev
         judge.start(wait=True)
         judge.evaluate(spec, sources[0])  # the reference loaded and first compile done outside the clock
         t0 = time.perf_counter()
+
+        def timed(source: str) -> tuple[float, object]:
+            start = time.perf_counter()
+            result = judge.evaluate(spec, source)
+            return time.perf_counter() - start, result
+
         with ThreadPoolExecutor(IN_FLIGHT) as pool:
-            results = list(pool.map(lambda s: judge.evaluate(spec, s), sources))
+            pairs = list(pool.map(timed, sources))
         wall = time.perf_counter() - t0
+    results = [r for _, r in pairs]
     verdicts = [r.verdict.value for r in results]
     return {"workers_per_gpu": workers, "evals": len(sources), "wall_s": round(wall, 2),
-            "per_minute": round(60 * len(sources) / wall, 1), "passed": verdicts.count("passed")}
+            "per_minute": round(60 * len(sources) / wall, 1), "passed": verdicts.count("passed"),
+            "stages_median_ms": stage_medians([r.stages_ms for r in results]),
+            "call_median_s": round(statistics.median(t for t, _ in pairs), 3)}
+
+
+def stage_medians(stages: list[dict[str, float]]) -> dict[str, float]:
+    """Median milliseconds of each judge stage over the evaluations, and of the time an evaluation held the
+    GPU's timing lock (what bounds throughput when it is the bottleneck). Pure."""
+    names = sorted({k for s in stages for k in s})
+    out = {k: round(statistics.median(s.get(k, 0.0) for s in stages), 1) for k in names}
+    held = [sum(s.get(k, 0.0) for k in LOCK_HELD) for s in stages]
+    out["lock_held"] = round(statistics.median(held), 1) if held else 0.0
+    return out
+
+
+LOCK_HELD = ("timing_candidate", "profile", "timing_reference")  # stages inside the GPU lock (referee_timing.py)
 
 
 def timing_under_load(spec: TaskSpec, sources: list[str], home: Path, device: str) -> dict:
@@ -151,6 +173,10 @@ def main() -> int:
     for row in report.get("throughput", []):
         print(f"| {row['evals']} evaluations, {IN_FLIGHT} in flight, {row['workers_per_gpu']} workers/GPU | "
               f"{row['per_minute']} per minute ({row['passed']} passed) | >= 60 per minute |")
+        st = row.get("stages_median_ms") or {}
+        print(f"| where one evaluation's time went, {row['workers_per_gpu']} workers/GPU (median ms) | trials "
+              f"{st.get('trials')}, waiting for the GPU lock {st.get('lock_wait')}, holding it {st.get('lock_held')}, "
+              f"call {row.get('call_median_s')} s | - |")
     load = report.get("timing_under_load")
     if load:
         for key in ("alone", "under_load"):

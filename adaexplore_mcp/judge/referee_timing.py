@@ -202,7 +202,9 @@ def time_candidate(ev: Any) -> None:
     sides = _Sides(ev)
     in_bytes, out_bytes = ev.in_bytes, max(1, ev.out_bytes)
     referee.wait_spares(ev.deadline)  # a spare creating its CUDA context while we time would add noise
+    ev.mark("wait_spares")
     with gpu_lock(referee.home, referee.physical_index or 0):
+        ev.mark("lock_wait")  # other evaluations timing on this GPU (bench/parallel_steps.py reads it)
         est = _estimate(ev, sides)
         if out.done:
             return
