@@ -200,6 +200,9 @@ class Timing(BaseModel):
     compile_s: float | None = Field(default=None, description="seconds torch.compile took; only on the evaluation "
                                     "that paid it (later ones reuse the compiled reference)")
     compile_unavailable: str | None = Field(default=None, description="why there is no speedup_compile")
+    reference_timed_s_ago: float | None = Field(default=None, description="null: the reference was timed for this "
+                                                "evaluation; else the age (s) of the timing it reused (a task's "
+                                                "reference is timed afresh every 4th evaluation and after 120 s)")
     roofline: Roofline | None = None
     roofline_unavailable: str | None = None
     clocks: Clocks | None = Field(default=None, description="SM and memory clocks when timed")

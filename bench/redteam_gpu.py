@@ -141,6 +141,37 @@ class ModelNew(ModelNew):
         _cache[key] = out = run(x, torch.empty_like(x))
         return out
 ''', "no inflated speedup"),
+    # Events that claim half the real time, and each short block stalled by the time they hid in it, so every
+    # pair of blocks (n, 2n calls) shows the reference's excess: only a long block's own excess gives it away.
+    "pad_short_blocks": ('''
+import time as _time
+from adaexplore_mcp.judge import timing as _timing
+_elapsed = torch.cuda.Event.elapsed_time
+torch.cuda.Event.elapsed_time = lambda self, end: 0.5 * _elapsed(self, end)
+_block, _lengths = _timing.Bench.block, []
+def _padded(self, call, calls, warmup):
+    times, outs = _block(self, call, calls, warmup)
+    _lengths.append(calls)
+    if len(_lengths) > 1 and calls == _lengths[1]:  # after the 3-call estimate, the first block is a short one
+        _time.sleep(sum(times) / 1e3)
+    return times, outs
+_timing.Bench.block = _padded
+''', "no inflated speedup"),
+    # Whatever it is lent before it says "primed" it computes at once, off the wall clock, and answers the
+    # timed calls from that hoard (keyed on the input's pointer).
+    "hoard_while_priming": ('''
+from adaexplore_mcp.judge import runner_timing as _rt
+_prime, _hoard = _rt.TimingOps._prime, {}
+def _hoarding(self, model, given, calls):
+    for s in (given if given and isinstance(given[0], (list, tuple)) else [given]):
+        _hoard[s[0].data_ptr()] = run(s[0], torch.empty_like(s[0]))
+    return _prime(self, model, given, calls)
+_rt.TimingOps._prime = _hoarding
+class ModelNew(ModelNew):
+    def forward(self, x):
+        y = _hoard.pop(x.data_ptr(), None)
+        return y if y is not None else run(x, torch.empty_like(x))
+''', "no inflated speedup"),
     "token_kernel_torch_work": ('''
 class ModelNew(ModelNew):
     def forward(self, x):

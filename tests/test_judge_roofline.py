@@ -5,7 +5,6 @@ referee_baselines with a fake evaluation; the GPU paths themselves are in test_j
 from __future__ import annotations
 
 import textwrap
-from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +13,7 @@ import torch
 
 from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import referee_baselines, referee_timing, roofline
+from adaexplore_mcp.judge.reference_timings import ReferenceTiming, ReferenceTimings
 from adaexplore_mcp.judge.evaluation import Outcome
 from adaexplore_mcp.judge.referee import ReferenceFailure
 from adaexplore_mcp.models import Evaluation, TaskCost, Timing, Verdict
@@ -164,8 +164,7 @@ def test_a_time_under_the_physical_floor_is_impossible_unless_the_reference_itse
 
 # -- how a timed result records it (referee_timing._record, no GPU) -----------------------------------
 def _fake_ev(gpu: str | None = H100, cost: dict | None = None) -> SimpleNamespace:
-    history: dict = {}
-    referee = SimpleNamespace(gpu_name=gpu, ref_history=lambda key: history.setdefault(key, deque(maxlen=8)))
+    referee = SimpleNamespace(gpu_name=gpu)
     return SimpleNamespace(out=Outcome(), limits=JudgeLimits(), referee=referee, ref=SimpleNamespace(key=("m", ())),
                            req={"task": {"cost": cost} if cost else {}}, deadline=0.0)
 
@@ -176,8 +175,10 @@ def _blocks(ms: float) -> list:
 
 def _record(ev: SimpleNamespace, cand_ms: float, ref_ms: float, compiled: dict, cost: TaskCost | str) -> Evaluation:
     hardware = {"cost": cost, "peak": roofline.lookup_peak(ev.referee.gpu_name), "clocks": {"sm_mhz": 1980}}
-    referee_timing._record(ev, _blocks(cand_ms), {"strict": _blocks(ref_ms), "tf32": _blocks(ref_ms / 2)}, 10, 4,
-                           compiled, hardware)
+    timings, used = ReferenceTimings(), ReferenceTiming(strict=_blocks(ref_ms), tf32=_blocks(ref_ms / 2),
+                                                        compiled=compiled)
+    timings.add(used)
+    referee_timing._record(ev, _blocks(cand_ms), timings, used, 10, 4, hardware, reused=False)
     return Evaluation(task_id="t", backend="cuda", **ev.out.as_dict())
 
 
@@ -289,10 +290,8 @@ class _FakeSides:
     def inputs_only(self, seeds, key):
         return [[torch.zeros(4)] for _ in seeds]
 
-    def lend(self, sets):
-        return {"sets": len(sets)}
-
-    def time_ref(self, header):
+    def time_ref(self, sets, calls, **extra):
+        header = {"sets": len(sets), "calls": calls, **extra}
         self.headers.append(header)
         if self.fail:
             raise ReferenceFailure("the reference's forward (timed) raised RuntimeError: compiled graph broke")

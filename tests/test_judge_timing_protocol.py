@@ -11,7 +11,6 @@ calls, is rejected.
 from __future__ import annotations
 
 import time
-from collections import deque
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +19,7 @@ import torch
 
 from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import referee_baselines, referee_timing, wire
+from adaexplore_mcp.judge.reference_timings import ReferenceTimings
 from adaexplore_mcp.judge.evaluation import Outcome
 from adaexplore_mcp.models import Verdict
 
@@ -36,17 +36,15 @@ class FakeRunner:
     def __init__(self, model: Any, times_ms: float, role: str) -> None:
         self.model, self.times_ms, self.role = model, times_ms, role
         self.kept: dict[str, Any] = {}
-        self.pending: list[tuple[dict, list]] = []
         self.headers: list[dict] = []
         self.drawn: list[list[int]] = []  # the seeds of every `make`, in order
         self.block = 0  # timed blocks so far
+        self.primed_on: list[torch.Tensor] = []  # the decoy each block primed on
+        self.calls = 0
 
     def call(self, header: dict, buffers: list = ()) -> tuple[dict, list]:
         self.headers.append(header)
         return getattr(self, f"op_{header['op']}")(header, list(buffers))
-
-    def receive(self) -> tuple[dict, list]:
-        return self.pending.pop(0)
 
     def op_make(self, req: dict, bufs: list) -> tuple[dict, list]:
         self.drawn.append(list(req["seeds"]))
@@ -67,16 +65,24 @@ class FakeRunner:
         results = [reference(self.kept[req["key"]][i]) for i in wanted]
         return {"indices": wanted, "outputs": wire.encode_value(results, out)["list"]}, out
 
+    @staticmethod
+    def _sets(lent: dict) -> list[list[Any]]:
+        return [list(s) for s in wire.decode_value(lent["sets"], [bytes.fromhex(h) for h in lent["cpu_bytes"]])]
+
     def op_time(self, req: dict, bufs: list) -> tuple[dict, list]:
-        sets = [list(s) for s in wire.decode_value(req["sets"], [bytes.fromhex(h) for h in req["cpu_bytes"]])]
+        """Primes on the decoy (the block's calls, untimed), then waits for the timed sets."""
+        assert req.get("prime") and "sets" not in req, "the timed sets must not travel with the request to prime"
+        (decoy,) = self._sets(req["decoy"])
+        self.primed_on.append(decoy[0])
+        self.calls = int(req["calls"])
+        return {"primed": True}, []
+
+    def op_time_sets(self, req: dict, bufs: list) -> tuple[dict, list]:
+        sets = self._sets(req)
         self.block += 1
-        outs = [self.model(sets[i % len(sets)][0], i, self.block) for i in range(int(req["calls"]))]
+        outs = [self.model(sets[i % len(sets)][0], i, self.block) for i in range(self.calls)]
         self.kept["timed"] = outs
-        answer = ({"times_ms": [self.times_ms] * len(outs)}, [])
-        if req.get("prime"):
-            self.pending.append(answer)
-            return {"primed": True}, []
-        return answer
+        return {"times_ms": [self.times_ms] * len(outs)}, []
 
     def op_timed_outputs(self, req: dict, bufs: list) -> tuple[dict, list]:
         out: list = []
@@ -91,8 +97,9 @@ class FakeRunner:
         return {"ok": True, "reserved": 0}, []
 
 
-def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any) -> SimpleNamespace:
-    history: dict = {}
+def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any, timings: dict | None = None) -> SimpleNamespace:
+    """`timings`: the referee's reference timings by task key (pass one dict to several evaluations)."""
+    timings = {} if timings is None else timings
 
     def call_ref(r: Any, header: dict, deadline: float, what: str, buffers: list = ()) -> tuple[dict, list]:
         return ref.call(header, buffers)
@@ -103,14 +110,13 @@ def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any) -> SimpleNamespace:
                 for s in reply["sets"]]
 
     referee = SimpleNamespace(wait_spares=lambda deadline: None, home=home, physical_index=0, gpu_name="fake GPU",
-                              call_ref=call_ref, receive_ref=lambda r, deadline, what: ref.receive(),
-                              ref_history=lambda key: history.setdefault(key, deque(maxlen=8)))
+                              call_ref=call_ref, ref_timings=lambda key: timings.setdefault(key, ReferenceTimings()))
     killed: list[bool] = []
     return SimpleNamespace(
         out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128, set_bytes=512,
         cand_call=lambda header, buffers=(), max_reply=0: cand.call(header, buffers),
-        cand=SimpleNamespace(kill=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"})),
-                             receive=lambda deadline, max_reply: cand.receive()), release=lambda: None,
+        cand=SimpleNamespace(kill=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"}))),
+        release=lambda: None,
         ref=SimpleNamespace(key=("fake", ()), runner=SimpleNamespace(alive=True)), deadline=time.monotonic() + 60,
         make_inputs=make_inputs, tol=(1e-4, 1e-4), mark=lambda stage: None, req={"task": {}}, killed=killed)
 
@@ -135,6 +141,7 @@ def _cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(referee_timing, "compile_ready", no_compile)
     monkeypatch.setattr(referee_baselines, "compile_ready", no_compile)
+    monkeypatch.setattr(referee_timing, "compile_settled", lambda ev, timings: True)  # never compiled here
 
 
 def run(cand_model: Any, tmp_path: Any, cand_ms: float = 0.05) -> tuple[SimpleNamespace, FakeRunner, FakeRunner]:
@@ -199,7 +206,7 @@ def test_when_sets_repeat_in_a_block_the_referee_asks_for_two_calls_given_the_sa
     assert ev.out.verdict == Verdict.passed, ev.out.fields
     blocks = [h for h in cand.headers if h["op"] == "time"][1:]
     picks = [h["indices"] for h in cand.headers if h["op"] == "timed_outputs"]
-    sets = len(wire.decode_value(blocks[0]["sets"], [bytes.fromhex(x) for x in blocks[0]["cpu_bytes"]]))
+    sets = len(FakeRunner._sets([h for h in cand.headers if h["op"] == "time_sets"][1]))
     for block, chosen in zip(blocks, picks):
         if block["calls"] > sets:
             assert any(i + sets in chosen for i in chosen), (block["calls"], sets, chosen)
@@ -226,17 +233,64 @@ def test_sets_are_released_between_blocks_only_when_their_memory_is_needed(tmp_p
         assert cand_releases == 0 and ref_releases == 1  # the reference's one release, at the end
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "GAP: the candidate's runner says \"primed\" itself, and the request that asks it to prime already carries "
-    "the timed input sets. Code in the candidate's process can compute the outputs before it says so, off the "
-    "wall clock, and copy them in the timed calls; on a compute-bound task the copy is not below the roofline "
-    "floor. Planned: prime on a decoy set the reference draws, lend the timed sets only after \"primed\""))
 def test_the_candidate_holds_no_timed_input_set_before_its_wall_clock_starts(tmp_path: Any) -> None:
+    """Code in the candidate's process could compute the outputs before it says "primed", off the wall
+    clock, and copy them in the timed calls. It primes on a decoy the reference drew (the estimate's set,
+    given to no timed call) and is lent the timed sets only after "primed"."""
     cand = FakeRunner(lambda x, i, block: reference(x), 0.05, "cand")
     ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
     ev = fake_ev(cand, ref, tmp_path)
     referee_timing.time_candidate(ev)
     assert ev.out.verdict == Verdict.passed, ev.out.fields
-    primes = [h for h in cand.headers if h["op"] == "time" and h.get("prime")]
-    assert primes, "the candidate was never asked to prime"
-    assert all("sets" not in h for h in primes), "the timed sets travel with the request to prime"
+    ops = [h["op"] for h in cand.headers]
+    blocks = [i for i, op in enumerate(ops) if op == "time"]
+    assert blocks and all(ops[i + 1] == "time_sets" for i in blocks)  # the sets follow "primed", never precede it
+    timed = [x for h in cand.headers if h["op"] == "time_sets" for (x,) in FakeRunner._sets(h)]
+    assert all(not torch.equal(d, x) for d in cand.primed_on[1:] for x in timed[len(cand.primed_on[0]):])
+    assert all(torch.equal(d, cand.primed_on[0]) for d in cand.primed_on)  # one decoy for every block
+
+
+def test_a_candidate_that_computes_while_priming_gains_nothing(tmp_path: Any) -> None:
+    """It memoises whatever it is given while priming, then answers timed calls from the memo when the
+    inputs match: it only ever saw the decoy, so every timed answer it gives from the memo is wrong."""
+    memo: list[torch.Tensor] = []
+
+    class Hoarder(FakeRunner):
+        def op_time(self, req: dict, bufs: list) -> tuple[dict, list]:
+            memo.extend(reference(s[0]) for s in self._sets(req["decoy"]))
+            return super().op_time(req, bufs)
+
+    cand = Hoarder(lambda x, i, block: memo[0] if memo else reference(x), 0.001, "cand")
+    ev = fake_ev(cand, FakeRunner(lambda x, i, block: reference(x), 0.2, "ref"), tmp_path)
+    referee_timing.time_candidate(ev)
+    assert ev.out.verdict == Verdict.rejected and ev.out.fields["rejected"]["check"] == "timed_output_mismatch"
+
+
+def test_the_reference_is_timed_afresh_three_times_then_every_fourth_evaluation(tmp_path: Any) -> None:
+    timings: dict = {}
+    ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
+    fresh = []
+    for _ in range(8):
+        cand = FakeRunner(lambda x, i, block: reference(x), 0.05, "cand")
+        before = sum(h["op"] == "time" for h in ref.headers)
+        ev = fake_ev(cand, ref, tmp_path, timings)
+        referee_timing.time_candidate(ev)
+        assert ev.out.verdict == Verdict.passed, ev.out.fields
+        assert ev.out.fields["speedup"] == pytest.approx(0.2 / 0.05)
+        reused = ev.out.fields["timing"]["reference_timed_s_ago"]
+        fresh.append(reused is None)
+        assert (sum(h["op"] == "time" for h in ref.headers) > before) == (reused is None)
+        assert ("reused its timing" in ev.out.fields["timing"]["method"]) == (reused is not None)
+    assert fresh == [True, True, True, False, False, False, True, False]
+
+
+def test_a_reference_timing_is_not_reused_once_it_is_old(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaexplore_mcp.judge import reference_timings
+
+    t = ReferenceTimings()
+    for _ in range(3):
+        t.add(reference_timings.ReferenceTiming(strict=[([0.1], 1.0, 1)], tf32=[([0.1], 1.0, 1)],
+                                                compiled={"blocks": [([0.1], 1.0, 1)]}, at=100.0))
+    assert t.reusable(True, now=100.0 + reference_timings.REUSE_S - 1) is not None
+    assert t.reusable(True, now=100.0 + reference_timings.REUSE_S + 1) is None
+    assert t.reusable(False, now=101.0) is None  # the compiled yardstick still to be measured: time afresh

@@ -216,7 +216,7 @@ def test_the_gpu_lock_is_exclusive_across_open_files(tmp_path) -> None:
 
 
 def test_the_wall_clock_slope_cancels_what_a_block_costs_once() -> None:
-    from adaexplore_mcp.judge.referee_timing import wall_per_call
+    from adaexplore_mcp.judge.hidden_work import wall_per_call
 
     # 0.3 ms per call plus 7 ms per block (request, mapping, reply): the slope sees 0.3 ms
     blocks = [([0.25] * n, 7.0 + 0.3 * n, n) for n in (50, 100, 50, 100)]
@@ -226,25 +226,26 @@ def test_the_wall_clock_slope_cancels_what_a_block_costs_once() -> None:
 def test_work_hidden_from_the_events_is_timed_by_the_wall_clock() -> None:
     """The reference calibrates what a call costs outside its events; a candidate whose events claim far
     less than its wall clock allows hid work (side stream, patched events); an honest one did not."""
-    from adaexplore_mcp.judge.referee_timing import hidden_per_call
+    from adaexplore_mcp.judge.hidden_work import hidden_per_call
 
     def blocks(event_ms: float, wall_per_call_ms: float) -> list:
         return [([event_ms] * n, 9.0 + wall_per_call_ms * n, n) for n in (40, 80, 40, 80)]
 
     ref = blocks(0.35, 0.45)  # 0.1 ms per call outside the events (flush, launches)
-    assert hidden_per_call(blocks(0.19, 0.29), ref) is None  # honest: the same 0.1 ms outside
-    assert hidden_per_call(blocks(0.0001, 0.29), ref) == pytest.approx(0.1899)  # patched events
-    assert hidden_per_call(blocks(0.19, 0.30), ref) is None  # 10 us of host noise is not an accusation
+    assert hidden_per_call(blocks(0.19, 0.29), [ref]) is None  # honest: the same 0.1 ms outside
+    assert hidden_per_call(blocks(0.0001, 0.29), [ref]) == pytest.approx(0.2899)  # patched events: all it hid
+    assert hidden_per_call(blocks(0.19, 0.30), [ref]) is None  # 10 us of host noise is not an accusation
     # 25 us more than the reference allows, as honest candidates showed on the H200: still no accusation
-    assert hidden_per_call(blocks(0.05, 0.175), ref) is None
-    assert hidden_per_call(blocks(0.05, 0.20), ref) == pytest.approx(0.05)  # 50 us hidden: timed by the wall clock
+    assert hidden_per_call(blocks(0.05, 0.175), [ref]) is None
+    # 50 us hidden: timed by the wall clock, with no credit for the 0.1 ms the reference's events miss
+    assert hidden_per_call(blocks(0.05, 0.20), [ref]) == pytest.approx(0.15)
 
 
 def test_one_stalled_block_never_charges_an_honest_candidate() -> None:
     """Measured on the H200: the reference's first block after the candidate's process was killed ran
     tens of ms long, the all-block slope went negative (-0.47 ms per call against 0.39 ms of events), and
     honest candidates were charged 0.03-0.09 ms per call. Pairs of blocks keep such a stall to one pair."""
-    from adaexplore_mcp.judge.referee_timing import hidden_per_call, outside_per_pair, wall_per_call
+    from adaexplore_mcp.judge.hidden_work import hidden_per_call, outside_per_pair, wall_per_call
 
     def blocks(event_ms: float, wall_ms: float, stall_ms: tuple[float, ...] = (0, 0, 0, 0)) -> list:
         return [([event_ms] * n, 9.0 + wall_ms * n + stall, n) for n, stall in zip((30, 60, 30, 60), stall_ms)]
@@ -253,22 +254,50 @@ def test_one_stalled_block_never_charges_an_honest_candidate() -> None:
     assert wall_per_call(ref) < 0  # what the all-block slope made of it
     assert outside_per_pair(ref) == pytest.approx([0.06 - 55.0 / 30, 0.06])
     honest = blocks(0.131, 0.19)
-    assert hidden_per_call(honest, ref) is None
-    assert hidden_per_call(blocks(0.131, 0.19, stall_ms=(0, 40.0, 0, 0)), ref) is None  # its own stall, one pair
+    assert hidden_per_call(honest, [ref]) is None
+    assert hidden_per_call(blocks(0.131, 0.19, stall_ms=(0, 40.0, 0, 0)), [ref]) is None  # its own stall, one pair
     side_stream = blocks(0.131, 0.131 + 0.06 + 0.2)  # 0.2 ms per call on a stream the events do not see
-    assert hidden_per_call(side_stream, ref) == pytest.approx(0.2)
+    assert hidden_per_call(side_stream, [ref]) == pytest.approx(0.26)
     patched = blocks(0.0001, 0.19)
-    assert hidden_per_call(patched, ref) == pytest.approx(0.1299)
-    assert hidden_per_call(side_stream, blocks(0.39, 0.45, stall_ms=(0, 55.0, 0, 0))) is None  # lenient, never unfair
+    assert hidden_per_call(patched, [ref]) == pytest.approx(0.1899)
+    assert hidden_per_call(side_stream, [blocks(0.39, 0.45, stall_ms=(0, 55.0, 0, 0))]) is None  # lenient, never unfair
 
-    # Accused, the charge counts from the reference's least generous pair (pairs measured on the H200)
+    # Accused, a candidate is charged all of its excess, not credited the reference's (pairs measured on the H200)
     def paired(event_ms: float, outside: tuple[float, float]) -> list:
         return [([event_ms] * n, 9.0 + (event_ms + o) * n, n)
                 for n, o in zip((16, 32, 16, 32), (outside[0], outside[0], outside[1], outside[1]))]
 
     measured_ref = paired(0.389, (0.0748, 0.1028))
     assert outside_per_pair(measured_ref) == pytest.approx([0.0748, 0.1028])
-    assert hidden_per_call(paired(0.0001, (0.2, 0.2)), measured_ref) == pytest.approx(0.2 - 0.0748)
+    assert hidden_per_call(paired(0.0001, (0.2, 0.2)), [measured_ref]) == pytest.approx(0.2)
+    # the side stream on the H200 (run 2026-12-04-d): events 0.0058 ms, its least pair 0.1835 ms; credited the
+    # reference's 0.078 ms it read 0.111 ms a call against the honest kernel's 0.131 ms (3.50x against 2.97x)
+    side = paired(0.0058, (0.1835, 0.19))
+    assert 0.0058 + hidden_per_call(side, [paired(0.389, (0.078, 0.1))]) > 0.131
+
+
+def test_a_candidate_that_pads_its_short_blocks_to_even_out_its_pairs_is_still_charged() -> None:
+    """Pairs cancel what a block costs once, and a candidate knows each block's length: hiding 0.1 ms per
+    call from its events and stalling each short block by as much again leaves every pair at the
+    reference's figure. A long block cannot be made shorter, so its excess still holds the hidden work."""
+    from adaexplore_mcp.judge.hidden_work import hidden_per_call, outside_per_pair
+
+    def blocks(event_ms: float, outside_ms: float, hidden_ms: float = 0.0, pad_short: bool = False) -> list:
+        return [([event_ms] * n, 9.0 + (event_ms + outside_ms + hidden_ms) * n + (hidden_ms * n if pad_short and
+                                                                                  n == 30 else 0.0), n)
+                for n in (30, 60, 30, 60)]
+
+    ref = blocks(0.39, 0.06)
+    padded = blocks(0.131, 0.06, hidden_ms=0.1, pad_short=True)
+    assert outside_per_pair(padded) == pytest.approx(outside_per_pair(ref))  # the pairs see nothing
+    # charged its whole excess per call (0.06 outside + 0.1 hidden) beyond the block's fixed 9 ms
+    assert hidden_per_call(padded, [ref]) == pytest.approx(0.16)
+    assert hidden_per_call(blocks(0.131, 0.06), [ref]) is None  # the honest kernel
+    assert hidden_per_call(blocks(0.131, 0.08), [ref]) is None  # 20 us more outside its events: allowed
+    # a reference timed with other block lengths (a reused timing) bounds the excess no less leniently
+    other = [([0.39] * n, 9.0 + 0.45 * n, n) for n in (20, 40, 20, 40)]
+    assert hidden_per_call(blocks(0.131, 0.06), [other]) is None
+    assert hidden_per_call(padded, [other]) == pytest.approx(0.16)
 
 
 def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named(tmp_path, monkeypatch) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from . import kernel_cache, sandbox
 from .kernel_cache import KernelCache
+from .reference_timings import ReferenceTimings
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
 
 SPARES = 1
@@ -67,13 +68,14 @@ class Referee:
         self.sandbox = "none"
         self.physical_index: int | None = None
         self.gpu_name: str | None = None
-        self._ref_history: dict[tuple, deque] = {}
+        self._ref_timings: dict[tuple, ReferenceTimings] = {}
         self._top_up()
 
-    def ref_history(self, key: tuple) -> deque:
-        """The last reference medians of a task on this GPU: speedups divide by their median, so the
-        same candidate evaluated repeatedly gets the same speedup to well within 3%."""
-        return self._ref_history.setdefault(key, deque(maxlen=8))
+    def ref_timings(self, key: tuple) -> ReferenceTimings:
+        """A task's reference timings on this GPU: speedups divide by the median of their medians (the
+        same candidate evaluated repeatedly gets the same speedup to well within 3%), and between fresh
+        timings an evaluation may reuse the newest (reference_timings.py)."""
+        return self._ref_timings.setdefault(key, ReferenceTimings())
 
     # -- candidate runners ---------------------------------------------------------------------------
     def _fork(self, role: str) -> RunnerHandle:
@@ -180,10 +182,6 @@ class Referee:
                  buffers: list[Any] = ()) -> tuple[dict, list[bytes]]:
         """A call to a reference runner; any failure of the reference is a ReferenceFailure."""
         return self._checked_ref(ref, what, lambda: ref.runner.call(header, list(buffers), deadline, max_reply=1 << 34))
-
-    def receive_ref(self, ref: Reference, deadline: float, what: str) -> tuple[dict, list[bytes]]:
-        """The reference runner's next message for the request in flight (see `RunnerHandle.receive`)."""
-        return self._checked_ref(ref, what, lambda: ref.runner.receive(deadline, max_reply=1 << 34))
 
     def _checked_ref(self, ref: Reference, what: str, exchange: Any) -> tuple[dict, list[bytes]]:
         try:

@@ -60,6 +60,15 @@ def compile_ready(ev: Any, compiled: dict[str, Any]) -> bool:
     return False
 
 
+def compile_settled(ev: Any, timings: Any) -> bool:
+    """Whether a fresh reference timing would add nothing to the compiled yardstick: the newest timing
+    (`reference_timings.ReferenceTimings`) includes it, or this referee knows torch.compile fails for the
+    task or overruns what an evaluation has (so a reused timing may stand for it)."""
+    newest = timings.kept[-1] if timings.kept else None
+    return (newest is not None and bool(newest.compiled.get("blocks"))) or ev.ref.key in _compile_failed \
+        or ev.ref.key in _compile_overran
+
+
 def compile_and_time(ev: Any, sides: Any, seeds: list[int], calls: int, compiled: dict[str, Any]) -> None:
     """Compile the reference (outside the GPU lock: seconds of CPU), then time it under the lock."""
     started = time.monotonic()
@@ -109,7 +118,7 @@ def time_compiled(ev: Any, sides: Any, sets: list[list[Any]], calls: int, compil
     try:
         for length in COMPILED_BLOCKS:
             n = length * calls
-            times, wall, outs = sides.time_ref({**sides.lend(sets), "calls": n, "variant": "compiled"})
+            times, wall, outs = sides.time_ref(sets, n, variant="compiled")
             del outs
             if not times:
                 raise ReferenceFailure("the compiled reference answered no times")
@@ -121,8 +130,9 @@ def time_compiled(ev: Any, sides: Any, sets: list[list[Any]], calls: int, compil
     return blocks
 
 
-def compiled_median(ev: Any, compiled: dict[str, Any], timing: dict[str, Any]) -> float | None:
-    """The compiled reference's stats in `timing`; the median of its last medians (as for the eager one)."""
+def compiled_median(ev: Any, compiled: dict[str, Any], timing: dict[str, Any], fresh: bool = True) -> float | None:
+    """The compiled reference's stats in `timing`; the median of its last medians (as for the eager one),
+    to which a `fresh` timing adds its own."""
     blocks = compiled.get("blocks")
     if not blocks:
         if timing.get("compile_unavailable") is None:
@@ -131,7 +141,8 @@ def compiled_median(ev: Any, compiled: dict[str, Any], timing: dict[str, Any]) -
     stats = summarize([t for times, _, _ in blocks for t in times])
     timing["reference_compiled"] = stats.model_dump()
     history = _compiled_history.setdefault(ev.ref.key, deque(maxlen=8))
-    history.append(stats.median_ms)
+    if fresh or not history:
+        history.append(stats.median_ms)
     return statistics.median(history)
 
 
@@ -182,5 +193,5 @@ def roofline_of(ev: Any, timing: dict[str, Any], hardware: dict[str, Any], cand_
     return impossible
 
 
-__all__ = ["COMPILE_MODE", "compile_and_time", "compile_ready", "compiled_median", "hardware_context",
+__all__ = ["COMPILE_MODE", "compile_and_time", "compile_ready", "compile_settled", "compiled_median", "hardware_context",
            "release_quietly", "roofline_of", "task_cost", "time_compiled"]

@@ -5,11 +5,12 @@ report; but events live in the candidate's process, where they can be patched. S
 also holds each timed block to its own wall clock (from the runner's "primed" until the outputs it
 picked are mapped and the device synchronized), and calibrates that clock on the reference run through the very
 same protocol. A candidate whose events claim less time than its wall clock allows (a side stream,
-patched events, work deferred past its reply) is timed by the wall clock.
+patched events, work deferred past its reply) is timed by the wall clock (`hidden_work.py`).
 
 Further rules:
-- each block's calls run once untimed first, on zeros (the allocator then holds every kept output's
-  memory; an output cache filled there answers no timed call);
+- each block's calls run once untimed first, on a decoy set the reference drew (the allocator then holds
+  every kept output's memory), and the timed sets are lent only once the runner says "primed" and the
+  wall clock runs: nothing computed before can answer a timed call;
 - fresh input sets for every candidate block, and fresh inputs per timed call where memory allows (so
   a cache keyed on inputs never hits); every call's output kept, and after the block the referee picks
   4 (a pair on the same inputs when sets repeat) to check against the reference's outputs for them,
@@ -17,7 +18,8 @@ Further rules:
   rejects a storage returned for two calls;
 - the candidate's process is killed before the reference is timed, so no work it leaves behind
   (a thread launching kernels) can slow the reference down and inflate its speedup;
-- everything under the per-GPU lock, so two evaluations never time on one GPU at once.
+- everything under the per-GPU lock, so two evaluations never time on one GPU at once;
+- the reference timed afresh on a task's first evaluations, then every 4th (`reference_timings.py`).
 
 Two more yardsticks than the eager reference, the compiled reference and the roofline, are measured
 after it (`referee_baselines.py`) and recorded with it here.
@@ -36,17 +38,14 @@ import torch
 from . import wire
 from .compare import as_tensors, compare
 from .referee import ReferenceFailure
-from .referee_baselines import COMPILE_MODE, compile_and_time, compile_ready, compiled_median, hardware_context
-from .referee_baselines import release_quietly, roofline_of, time_compiled
+from .hidden_work import block_summary, hidden_per_call, outside_per_pair, samples, wall_per_call
+from .reference_timings import REUSE_S, ReferenceTiming, ReferenceTimings
+from .referee_baselines import COMPILE_MODE, compile_and_time, compile_ready, compile_settled, compiled_median
+from .referee_baselines import hardware_context, release_quietly, roofline_of, time_compiled
 from .timing import METHOD, gpu_lock, plan_reps, summarize
 
 BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
 BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope cancels fixed costs
-# Work the events may miss per call before the wall clock is believed instead. Honest candidates on the H200 showed
-# up to 0.023 ms (run i: 2 of 3 scale_bias_gelu runs were charged at 0.02, their speedup 3.65x read 2.75x); the timing
-# attacks of the red-team corpus hide 0.13-0.15 ms per call.
-HIDDEN_ABS_MS = 0.04
-HIDDEN_REL = 0.2
 CHECKED_PER_BLOCK = 4
 # A block's sets and outputs at least this large are released as soon as they are done with. Below it the runners
 # drop a key's old sets and timed outputs before they allocate the next ones, so a release only adds a round trip
@@ -81,24 +80,27 @@ def profile_share(ev: Any) -> dict[str, Any] | None:
             "note": "measured by torch.profiler inside the candidate's process"}
 
 
-def _block(call: Any, more: Any, header: dict, buffers: list,
+def _block(call: Any, header: dict, sets: list[list[Any]], lend: Callable[[list], dict[str, Any]],
            pick: Callable[[int], list[int]] | None = None) -> tuple[list[float], float, list]:
     """One timed block: (per-call event ms as reported, referee wall ms, outputs).
 
-    The runner first runs the block's calls untimed (its allocator then holds every kept output's memory,
-    so no cudaMalloc lands inside a timed call) and says "primed"; the wall clock starts there (a runner
-    that never says it is timed from the request, which can only make it slower). It answers with its
-    times alone and keeps every output. With `pick`, the referee then chooses which outputs it checks
-    (`pick(calls)` -> indices, after the block: the runner cannot know them in advance), maps those and
-    waits for the device, all on the wall clock: work still pending behind them counts. Fetching a
-    handful of outputs costs the same in every block, so it cancels in the slope (`wall_per_call`);
-    mapping all of them did not, and made honest candidates look as if they hid 0.03-0.08 ms per call.
+    The request names the calls and lends a decoy set (drawn by the reference, given to no timed call):
+    the runner runs the block's calls on it untimed (its allocator then holds every kept output's memory,
+    so no cudaMalloc lands inside a timed call) and says "primed". The wall clock starts there, and only
+    then are the timed sets lent: nothing the runner computed before could answer a timed call, and
+    mapping the sets counts (the same in every block, so it cancels in the slope). It answers with its
+    times alone and keeps every output. With `pick`, the referee then chooses which outputs it maps
+    (`pick(calls)` -> indices, after the block: the runner cannot know them in advance) and waits for the
+    device, all on the wall clock: work still pending behind them counts. Fetching a handful of outputs
+    costs the same in every block, so it cancels in the slope (`wall_per_call`); mapping all of them did
+    not, and made honest candidates look as if they hid 0.03-0.08 ms per call.
     Returns `[(index, output), ...]` as outputs with `pick`, `[]` without, `[reply]` on a failure."""
+    reply, _ = call({"op": "time", "prime": True, **header}, [])
+    if reply.get("primed") is not True:
+        return [], 0.0, [reply if any(k in reply for k in ("verdict", "ref_error", "internal")) else
+                         {"internal": "the runner did not say 'primed' before its timed calls"}]
     t0 = time.perf_counter()
-    reply, _ = call({"op": "time", "warmup": 1, "prime": True, **header}, buffers)
-    if reply.get("primed") is True:
-        t0 = time.perf_counter()
-        reply, _ = more()
+    reply, _ = call({"op": "time_sets", **lend(sets)}, [])
     if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
         return [], 0.0, [reply]
     times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
@@ -138,19 +140,13 @@ class _Sides:
     def __init__(self, ev: Any) -> None:
         self.ev = ev
         self.block_bytes = ev.set_bytes  # device memory one block's sets and outputs take (set once planned)
+        self.decoy: list[Any] | None = None  # the set every block primes on (drawn by the estimate)
 
     def cand(self, header: dict, buffers: list) -> tuple[dict, list]:
         return self.ev.cand_call(header, buffers, max_reply=64 << 20)
 
-    def cand_more(self) -> tuple[dict, list]:
-        """The candidate's next message for the same request (after "primed")."""
-        return self.ev.cand.receive(self.ev.deadline, 64 << 20)
-
     def ref(self, header: dict, buffers: list) -> tuple[dict, list]:
         return self.ev.referee.call_ref(self.ev.ref, header, self.ev.deadline, "timing the reference", buffers)
-
-    def ref_more(self) -> tuple[dict, list]:
-        return self.ev.referee.receive_ref(self.ev.ref, self.ev.deadline, "timing the reference")
 
     def outputs_for(self, key: str, indices: list[int]) -> dict[int, Any]:
         """The reference's outputs for some of the sets it drew under `key`, by set index: computed only
@@ -165,6 +161,15 @@ class _Sides:
     def lend(sets: list[list[Any]]) -> dict[str, Any]:
         buffers: list[Any] = []
         return {"sets": wire.encode_value(sets, buffers, pack=False)}
+
+    def block(self, side: str, sets: list[list[Any]], calls: int, pick: bool = False,
+              **extra: Any) -> tuple[list[float], float, list]:
+        """One timed block of `side` ("cand" or "ref") on `sets`, primed on the decoy (see `_block`)."""
+        decoy = self.decoy if self.decoy is not None or side == "cand" else sets[0]  # the reference is trusted
+        assert decoy is not None, "the estimate draws the decoy before any candidate block"
+        header = {"calls": calls, "decoy": self.lend([decoy]), **extra}
+        chooser = (lambda n: pick_checked(n, len(sets), CHECKED_PER_BLOCK)) if pick else None
+        return _block(self.cand if side == "cand" else self.ref, header, sets, self.lend, chooser)
 
     def release_ref(self, only: str | None = None) -> None:
         self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
@@ -192,26 +197,27 @@ class _Sides:
         torch.cuda.synchronize()
         return sets
 
-    def time_ref(self, header: dict) -> tuple[list[float], float, list]:
-        """One timed block of the reference's runner (see `_block`)."""
-        return _block(self.ref, self.ref_more, header, [])
+    def time_ref(self, sets: list[list[Any]], calls: int, **extra: Any) -> tuple[list[float], float, list]:
+        """One timed block of the reference's runner, its events only (the TF32 and compiled yardsticks)."""
+        return self.block("ref", sets, calls, **extra)
 
 
 def time_candidate(ev: Any) -> None:
     out, limits, referee = ev.out, ev.limits, ev.referee
     sides = _Sides(ev)
     in_bytes, out_bytes = ev.in_bytes, max(1, ev.out_bytes)
+    timings = referee.ref_timings(ev.ref.key)
     referee.wait_spares(ev.deadline)  # a spare creating its CUDA context while we time would add noise
     ev.mark("wait_spares")
     with gpu_lock(referee.home, referee.physical_index or 0):
         ev.mark("lock_wait")  # other evaluations timing on this GPU (bench/parallel_steps.py reads it)
-        est = _estimate(ev, sides)
+        reuse = timings.reusable(compile_settled(ev, timings))
+        est = _estimate(ev, sides, reuse)
         if out.done:
             return
         _, reps = plan_reps(est, limits)
         calls = max(2, min(reps // sum(BLOCK_LENGTHS) + 1, BLOCK_MEMORY_BYTES // (max(BLOCK_LENGTHS) * out_bytes)))
         sets_count = max(1, min(max(BLOCK_LENGTHS) * calls, BLOCK_MEMORY_BYTES // max(1, in_bytes + out_bytes)))
-        seeds = [random.getrandbits(62) for _ in range(sets_count)]  # the reference's sets, below
         sides.block_bytes = sets_count * (in_bytes + out_bytes) + max(BLOCK_LENGTHS) * calls * out_bytes
         _warm_clocks()
         cand_blocks = []
@@ -220,8 +226,7 @@ def time_candidate(ev: Any) -> None:
             # Fresh input sets for every block: an output cache filled in an earlier block (keyed on pointers
             # or on values) never answers a timed call of this one.
             sets = sides.inputs_only([random.getrandbits(62) for _ in range(sets_count)], "timing")
-            times, wall, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": n}, [],
-                                       pick=lambda calls: pick_checked(calls, len(sets), CHECKED_PER_BLOCK))
+            times, wall, outs = sides.block("cand", sets, n, pick=True)
             if not times:
                 out.error(outs[0] if outs else {})
                 return
@@ -237,28 +242,39 @@ def time_candidate(ev: Any) -> None:
         out.fields["work"] = profile_share(ev)
         ev.mark("profile")
         ev.cand.kill()  # nothing it left running may slow the reference down
-        sets = sides.inputs_only(seeds, "timing")  # the reference's own draw (no outputs: nothing is compared)
-        sides.release_early()
-        ref_blocks: dict[str, list] = {"strict": [], "tf32": []}
-        plan = [("strict", length) for length in BLOCK_LENGTHS] + [("tf32", 2)]  # TF32: its events only
-        for mode, length in plan:
-            n = length * calls
-            times, wall, outs = _block(sides.ref, sides.ref_more, {**sides.lend(sets), "calls": n, "mode": mode}, [])
-            if not times:
-                raise ReferenceFailure(f"timing the reference failed: {str(outs[0] if outs else '')[:300]}")
-            del outs
-            sides.release_early("timed")
-            ref_blocks[mode].append((times, wall, n))
         hardware = hardware_context(ev)  # under the lock: an unknown GPU's bandwidth is measured once, here
-        compiled: dict[str, Any] = {}
-        if compile_ready(ev, compiled):
-            compiled["blocks"] = time_compiled(ev, sides, sets, calls, compiled)
-        del sets
-        release_quietly(sides)
+        fresh = None if reuse is not None else _time_reference(ev, sides, calls, sets_count)
+        sides.decoy = None
     ev.mark("timing_reference")
-    if "blocks" not in compiled and "unavailable" not in compiled:
-        compile_and_time(ev, sides, seeds, calls, compiled)
-    _record(ev, cand_blocks, ref_blocks, calls, len(seeds), compiled, hardware)
+    if fresh is not None:
+        if "blocks" not in fresh.compiled and "unavailable" not in fresh.compiled:
+            compile_and_time(ev, sides, [random.getrandbits(62) for _ in range(sets_count)], calls, fresh.compiled)
+        timings.add(fresh)
+    else:
+        timings.reused()
+    _record(ev, cand_blocks, timings, fresh or reuse, calls, sets_count, hardware, fresh is None)
+
+
+def _time_reference(ev: Any, sides: _Sides, calls: int, sets_count: int) -> ReferenceTiming:
+    """The reference timed afresh, through the candidate's protocol (its strict blocks map 4 picked outputs
+    too, so a block costs both sides the same once), then its TF32 and compiled yardsticks (events only)."""
+    sets = sides.inputs_only([random.getrandbits(62) for _ in range(sets_count)], "timing")
+    sides.release_early()
+    strict, tf32 = [], []
+    for mode, length in [("strict", length) for length in BLOCK_LENGTHS] + [("tf32", 2)]:
+        n = length * calls
+        times, wall, outs = sides.block("ref", sets, n, pick=mode == "strict", mode=mode)
+        if not times:
+            raise ReferenceFailure(f"timing the reference failed: {str(outs[0] if outs else '')[:300]}")
+        del outs
+        sides.release_early("timed")
+        (strict if mode == "strict" else tf32).append((times, wall, n))
+    compiled: dict[str, Any] = {}
+    if compile_ready(ev, compiled):
+        compiled["blocks"] = time_compiled(ev, sides, sets, calls, compiled)
+    del sets
+    release_quietly(sides)
+    return ReferenceTiming(strict=strict, tf32=tf32, compiled=compiled)
 
 
 def _warm_clocks() -> None:
@@ -270,17 +286,21 @@ def _warm_clocks() -> None:
     torch.cuda.synchronize()
 
 
-def _estimate(ev: Any, sides: _Sides) -> float:
-    """Milliseconds of one candidate + references round, from a short block of each (untimed)."""
-    sets = sides.inputs_only([random.getrandbits(62)], "estimate")
+def _estimate(ev: Any, sides: _Sides, reuse: ReferenceTiming | None) -> float:
+    """Milliseconds of one candidate + references round, from a short block of the candidate (untimed) and
+    one of the reference (or the timing it reuses). Its input set stays as the decoy every block primes on:
+    the candidate has seen it, but no timed call is given it."""
+    sides.decoy = decoy = sides.inputs_only([random.getrandbits(62)], "estimate")[0]
     sides.release_early()
-    times_c, _, outs = _block(sides.cand, sides.cand_more, {**sides.lend(sets), "calls": 3}, [])
+    times_c, _, outs = sides.block("cand", [decoy], 3)
     if not times_c:
         ev.out.error(outs[0] if outs else {})
         return 0.0
     del outs
     sides.release_early(cand=True, ref=False)
-    times_r, _, outs = _block(sides.ref, sides.ref_more, {**sides.lend(sets), "calls": 3}, [])
+    if reuse is not None:
+        return statistics.median(times_c) + 2 * ReferenceTiming.median(reuse.strict)
+    times_r, _, outs = sides.block("ref", [decoy], 3)
     del outs
     sides.release_early("timed")
     return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
@@ -309,95 +329,34 @@ def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: dict[int, Any],
     return True
 
 
-def _samples(blocks: list[tuple[list[float], float, int]]) -> list[float]:
-    return [t for times, _, _ in blocks for t in times]
-
-
-def wall_per_call(blocks: list[tuple[list[float], float, int]]) -> float:
-    """Milliseconds per call from blocks of different lengths: the slope of wall time against the number
-    of calls, so what a block costs once (the request, mapping the lent inputs, the reply, mapping the
-    outputs) cancels out. Reported, not judged on (one stalled block can tilt it, see `outside_per_pair`).
-    Pure."""
-    xs = [float(calls) for _, _, calls in blocks]
-    ys = [float(wall) for _, wall, _ in blocks]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    if var == 0:
-        return my / max(mx, 1.0)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
-
-
-def outside_per_pair(blocks: list[tuple[list[float], float, int]]) -> list[float]:
-    """Per call, what the wall clock saw outside the events, once for each pair of consecutive blocks
-    of different lengths (`BLOCK_LENGTHS` makes pairs of n and 2n calls). Pure.
-
-    A block's excess is its wall time less the sum of its calls' events; the difference between a pair's
-    excesses over the difference of their calls cancels what a block costs once. One pair per estimate,
-    not one slope over all blocks: on the H200 a single stalled reference block (the first after the
-    candidate's process is killed) made the all-block slope negative in 5 of 9 honest runs, which zeroed
-    the allowance and charged honest candidates 0.03-0.09 ms per call."""
-    values = []
-    for (t_a, w_a, n_a), (t_b, w_b, n_b) in zip(blocks[0::2], blocks[1::2]):
-        if n_a != n_b:
-            values.append(((w_b - sum(t_b)) - (w_a - sum(t_a))) / (n_b - n_a))
-    return values
-
-
-def hidden_per_call(cand_blocks: list[tuple[list[float], float, int]],
-                    ref_blocks: list[tuple[list[float], float, int]]) -> float | None:
-    """Milliseconds per call the candidate's own events missed, or None. Pure.
-
-    Per call, the judge's wall clock exceeds the events by what every call costs outside them (the L2
-    flush, launches); the reference, timed through the same protocol, says how much that is. A candidate
-    whose wall clock exceeds its events by more than that hid work from them (a side stream, patched
-    events, deferred work). Noise only ever helps the candidate: it is accused only when every one of its
-    pairs shows the excess (their minimum) over the most generous of the reference's pairs (their
-    maximum, never below 0), by more than `HIDDEN_ABS_MS` and `HIDDEN_REL` of its events. Work hidden in
-    every call shows in every pair, so the attacks stay caught.
-
-    Once accused, the charge is measured against the reference's least generous pair above 0 (a pair at or
-    below 0 is a stalled block, not a cost): on the H200 the most generous one still credited a candidate
-    with patched events 0.03 ms per call it had not earned, and its speedup read 4.03x against the honest
-    kernel's 2.98x."""
-    cand, ref = outside_per_pair(cand_blocks), outside_per_pair(ref_blocks)
-    if not cand:
-        return None
-    ev_c = statistics.median(_samples(cand_blocks))
-    if min(cand) - max([0.0, *ref]) <= max(HIDDEN_ABS_MS, HIDDEN_REL * ev_c):
-        return None
-    return min(cand) - min([r for r in ref if r > 0], default=0.0)
-
-
-def block_summary(blocks: list[tuple[list[float], float, int]]) -> list[list[float]]:
-    """[calls, wall ms, sum of event ms] per block: the evidence behind a wall-clock verdict. Pure."""
-    return [[calls, round(wall, 3), round(sum(times), 3)] for times, wall, calls in blocks]
-
-
-def _record(ev: Any, cand_blocks: list, ref_blocks: dict, calls: int, sets: int, compiled: dict[str, Any],
-            hardware: dict[str, Any]) -> None:
+def _record(ev: Any, cand_blocks: list, timings: ReferenceTimings, used: ReferenceTiming, calls: int, sets: int,
+            hardware: dict[str, Any], reused: bool) -> None:
     out, limits = ev.out, ev.limits
-    cand_t, ref_t, tf32_t = (summarize(_samples(b)) for b in (cand_blocks, ref_blocks["strict"], ref_blocks["tf32"]))
-    history = ev.referee.ref_history(ev.ref.key)
-    history.append((ref_t.median_ms, tf32_t.median_ms))
-    ref_ms = statistics.median(h[0] for h in history)
-    tf32_ms = statistics.median(h[1] for h in history)
+    cand_t, ref_t, tf32_t = (summarize(samples(b)) for b in (cand_blocks, used.strict, used.tf32))
+    ref_ms, tf32_ms = timings.speedup_bases()
+    age = round(time.monotonic() - used.at, 1) if reused else None
     method = (METHOD.format(reps=cand_t.reps) + f"; {sets} distinct input set(s), blocks of {calls} calls held to "
-              f"the judge's own wall clock; speedups divide by the median of the last {len(history)} reference medians"
+              f"the judge's own wall clock; speedups divide by the median of the last {len(timings.medians)} "
+              "reference medians; the reference is timed afresh on a task's first 3 evaluations, then every 4th "
+              f"and after {REUSE_S:.0f} s, " + (f"and this evaluation reused its timing of {age} s ago" if reused
+                                                  else "and was timed afresh for this evaluation") +
               f"; the compiled reference is torch.compile(mode={COMPILE_MODE!r}) of the same Model, compiled once "
               "per reference process, timed in blocks like the TF32 one (its events only)")
+    compiled = used.compiled
     timing: dict[str, Any] = {"candidate": cand_t.model_dump(), "reference": ref_t.model_dump(),
                               "reference_tf32": tf32_t.model_dump(), "method": method, "gpu": ev.referee.gpu_name,
-                              "compile_mode": COMPILE_MODE, "compile_s": compiled.get("compile_s"),
-                              "compile_unavailable": compiled.get("unavailable")}
+                              "compile_mode": COMPILE_MODE, "compile_s": None if reused else compiled.get("compile_s"),
+                              "compile_unavailable": compiled.get("unavailable"), "reference_timed_s_ago": age}
     out.fields["timing"] = timing
-    compiled_ms = compiled_median(ev, compiled, timing)
+    compiled_ms = compiled_median(ev, compiled, timing, fresh=not reused)
     cand_ms = cand_t.median_ms
-    hidden = hidden_per_call(cand_blocks, ref_blocks["strict"])
+    records = timings.strict_records()
+    hidden = hidden_per_call(cand_blocks, records)
     timing["wall_per_call_ms"] = {"candidate": round(wall_per_call(cand_blocks), 5),
-                                  "reference": round(wall_per_call(ref_blocks["strict"]), 5)}
+                                  "reference": round(wall_per_call(used.strict), 5)}
     timing["outside_per_call_ms"] = {"candidate": [round(x, 5) for x in outside_per_pair(cand_blocks)],
-                                     "reference": [round(x, 5) for x in outside_per_pair(ref_blocks["strict"])]}
-    timing["blocks"] = {"candidate": block_summary(cand_blocks), "reference": block_summary(ref_blocks["strict"])}
+                                     "reference": [round(x, 5) for r in records for x in outside_per_pair(r)]}
+    timing["blocks"] = {"candidate": block_summary(cand_blocks), "reference": block_summary(used.strict)}
     if hidden is not None:
         cand_ms = cand_t.median_ms + hidden
         out.warnings.append(f"the candidate's own CUDA events missed about {hidden:.3f} ms per call (a side stream, "

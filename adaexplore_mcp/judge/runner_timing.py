@@ -1,6 +1,8 @@
 """A runner's timed blocks (`time`, then `timed_outputs`): the ops `referee_timing.py` drives, apart from
-the rest of the runner because they follow their own protocol (two answers to one request: "primed",
-then the times; the outputs only when the referee picks them).
+the rest of the runner because they follow their own protocol. A `time` request carries a decoy input set
+and the number of calls; the runner primes on the decoy and says "primed"; only then does the referee
+start its wall clock and send the timed sets (`time_sets`), answered with the times. The outputs come
+back only when the referee picks them.
 """
 
 from __future__ import annotations
@@ -26,17 +28,23 @@ class TimingOps:
     _error: Callable[[BaseException, str], dict[str, Any]]  # how the runner reports a candidate's failure
     _ref_error: Callable[[str, BaseException], dict[str, Any]]  # and a reference's
 
-    def _timing_target(self, req: dict, bufs: list[bytes]) -> tuple[list[list[Any]], Any]:
-        """The input sets and the model a `time` request names (None: not compiled here)."""
-        if "key" in req:  # the reference times on the input sets it drew itself
-            sets = [list(inputs) for inputs, _ in self.kept[str(req["key"])]]
-        else:
-            sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
-        return sets, self.compiled if req.get("variant") == "compiled" else self.model
+    def _timing_model(self, req: dict) -> Any:
+        """The model a `time` request names (None: the reference has not been compiled here)."""
+        return self.compiled if req.get("variant") == "compiled" else self.model
+
+    def _timed_sets(self, max_bytes: int) -> list[list[Any]] | dict[str, Any]:
+        """The referee's next message after "primed": the timed input sets (or, for a malformed one, an
+        answer saying so)."""
+        nxt, bufs = wire.recv(self.conn, max_bytes)
+        if nxt.get("op") != "time_sets":
+            return {"internal": "the referee sent something other than the timed sets after 'primed'"}
+        return [list(s) for s in wire.decode_value(nxt["sets"], bufs)]
 
     def op_time(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """GPU: `calls` timed calls cycling over the given input sets (after the untimed `prime` pass when
-        asked), every output kept for `timed_outputs`; the answer carries the times only."""
+        """GPU: the untimed `prime` pass on the decoy set, "primed", then `calls` timed calls cycling over
+        the timed sets the referee sends next, every output kept for `timed_outputs`; the answer carries
+        the times only."""
+        from .runner import MAX_FROM_REFEREE
         from .timing import Bench
 
         if self.bench is None:
@@ -44,18 +52,23 @@ class TimingOps:
         # The last block's outputs go now, not on a `release` of their own: one round trip less per block, and the
         # allocator hands their memory to this block's calls (the referee releases early when sets are large).
         self.kept.pop("timed", None)
-        sets, model = self._timing_target(req, bufs)
+        model = self._timing_model(req)
         if model is None:
             return {"ref_error": "the reference has not been compiled in this process"}
+        decoy = wire.decode_value(req["decoy"]["sets"], bufs)
+        if not isinstance(decoy, list) or len(decoy) != 1:
+            return {"internal": "a timing request needs exactly one decoy input set"}
         mode = req.get("mode", "strict")
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         try:
             with torch.no_grad():
-                warmup = int(req.get("warmup", 1))
-                if req.get("prime"):
-                    self._prime(model, sets, int(req["calls"]))
-                    warmup = 0  # the prime pass warmed up, on inputs the timed calls never see
-                times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]), warmup)
+                self._prime(model, list(decoy[0]), int(req["calls"]))
+                del decoy
+                sets = self._timed_sets(MAX_FROM_REFEREE)
+                if isinstance(sets, dict):
+                    return sets
+                # no warm-up call: the prime pass warmed up, on inputs the timed calls never see
+                times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]), 0)
         except BaseException as exc:  # noqa: BLE001
             precision.pin_strict()
             return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
@@ -72,20 +85,15 @@ class TimingOps:
             return {"internal": "bad indices for the timed outputs"}
         return {"outputs": wire.encode_value([outs[i] for i in indices], out, pack=False)["list"]}
 
-    def _prime(self, model: Any, sets: list[list[Any]], calls: int) -> None:
-        """The block's calls once untimed, every output kept until the last, then dropped; then "primed" to
-        the referee, whose wall clock starts there. The caching allocator then holds the memory the timed
-        calls' kept outputs need: without this a fresh process (every candidate runs in one) paid cudaMalloc
-        inside its timed calls, 2-4x its kernels' time (bench/timing_agreement.py). The prime calls see zeros
-        shaped like the first set, never the timed inputs: an output cache (keyed on pointers or values)
-        filled here cannot answer a timed call. A model that cannot take zeros gets copies of the first set
-        (other pointers; only the calls given that set could then match a cache keyed on values)."""
-        try:
-            stand_in = [torch.zeros_like(v) if isinstance(v, torch.Tensor) else v for v in sets[0]]
-            kept = [model(*stand_in) for _ in range(calls)]
-        except Exception:  # noqa: BLE001 - zeros a task cannot take (a sampling op): copies of the first set
-            stand_in = [v.clone() if isinstance(v, torch.Tensor) else v for v in sets[0]]
-            kept = [model(*stand_in) for _ in range(calls)]
+    def _prime(self, model: Any, decoy: list[Any], calls: int) -> None:
+        """The block's calls once untimed on the decoy set, every output kept until the last, then dropped;
+        then "primed" to the referee, which starts its wall clock and only then sends the timed sets. The
+        caching allocator then holds the memory the timed calls' kept outputs need: without this a fresh
+        process (every candidate runs in one) paid cudaMalloc inside its timed calls, 2-4x its kernels' time
+        (bench/timing_agreement.py). The decoy is a set the reference drew that no timed call is given, and
+        the timed sets arrive after "primed": nothing computed before the wall clock starts can answer a
+        timed call."""
+        kept = [model(*decoy) for _ in range(calls)]
         torch.cuda.synchronize()
-        del kept, stand_in
+        del kept
         wire.send(self.conn, {"primed": True})

@@ -121,10 +121,6 @@ class RunnerHandle:
             raise self._gone("crashed", "the runner process died") from None
         return self._recv(deadline, max_reply)
 
-    def receive(self, deadline: float, max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
-        """The next message of a request answered in two (a timed block: "primed", then the times)."""
-        return self._traced("more", lambda: self._recv(deadline, max_reply))
-
     def _traced(self, op: str, exchange: Any) -> tuple[dict[str, Any], list[bytes]]:
         if self.trace is None:
             return exchange()

@@ -24,8 +24,8 @@ from ..config import JudgeLimits
 from ..models import TimingStats
 
 METHOD = (
-    "CUDA events per call in the candidate's own process, each block's calls run once untimed first (the "
-    "allocator primed), L2 flushed (256 MB) before each call, no syncs between calls, one device-wide "
+    "CUDA events per call in the candidate's own process, each block's calls run once untimed first on a decoy "
+    "input set (the allocator primed; the timed sets lent only after), L2 flushed (256 MB) before each call, no syncs between calls, one device-wide "
     "synchronize per block, 4 outputs per block picked afterwards and checked; candidate blocks first, then "
     "(its process killed) the reference's; median of {reps} reps"
 )
