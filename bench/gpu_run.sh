@@ -43,11 +43,11 @@ stage profiler_residue "${RESIDUE_CAP:-60}" python3 bench/profiler_residue.py --
 AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,layernorm,linear_bias_relu}"
 stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
   --tasks "$AGREEMENT_TASKS" --repeats 2
-stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"}
+stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"} ${LATENCY_ARGS:-}
 stage judge_gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
-stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count 30
+stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count "${LARGE_COUNT:-30}"
 stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json" ${PARALLEL_ARGS:-}
 # Needs ray on the host: carry .raybundle (bench/ray_bundle.sh) and unpack it after the wheel line.
 stage ray_pool "${RAY_CAP:-240}" python3 bench/ray_pool.py --out "$RES/ray_pool.json" ${RAY_TASKS:+--tasks "$RAY_TASKS"} ${RAY_ARGS:-}

@@ -57,13 +57,14 @@ def timed(judge: Judge, task: TaskSpec, source: str) -> tuple[float, object]:
     return time.perf_counter() - t0, ev
 
 
-def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Path, sandbox: str = "auto") -> dict:
+def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Path, sandbox: str = "auto",
+        warm_repeats: int = WARM_REPEATS) -> dict:
     import torch
     import triton
 
     report: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                     "torch": torch.__version__, "triton": triton.__version__,
-                    "python": platform.python_version(), "tasks": []}
+                    "python": platform.python_version(), "tasks": [], "warm_repeats": warm_repeats}
     t_create = time.perf_counter()
     judge = Judge(Settings(home=home, sandbox=sandbox))
     try:
@@ -98,7 +99,7 @@ def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: 
     """First and warm latency of each pair, appended to report["tasks"] as they come."""
     for task, src in pairs:
         first_s, ev = timed(judge, task, src) if task is not first_task else (cold_s, ev)
-        warm = [timed(judge, task, src) for _ in range(WARM_REPEATS)]
+        warm = [timed(judge, task, src) for _ in range(report.get("warm_repeats", WARM_REPEATS))]
         last = warm[-1][1]
         report["tasks"].append({
             "task": task.name, "verdict": last.verdict.value, "first_s": first_s,
@@ -163,12 +164,15 @@ def main() -> None:
     ap.add_argument("--stability-task", default=None, help="task for the 5x stability run (default: the first)")
     ap.add_argument("--home", type=Path, default=None, help="judge data directory (default: a temp dir)")
     ap.add_argument("--sandbox", default="auto", help="runner sandbox: auto, no-pid, off (to measure its cost)")
+    ap.add_argument("--warm", type=int, default=WARM_REPEATS,
+                    help="warm evaluations per task (12 or more: enough that each judge process reuses the "
+                         "reference's timing, see warm_median_reused_s)")
     args = ap.parse_args()
     pairs = load_pairs([n for n in args.tasks.split(",") if n] or None)
     if not pairs:
         sys.exit("no (task, solution) pairs found")
     with tempfile.TemporaryDirectory() as tmp:
-        report = run(pairs, args.stability_task, args.home or Path(tmp), args.sandbox)
+        report = run(pairs, args.stability_task, args.home or Path(tmp), args.sandbox, args.warm)
     report["sandbox"] = args.sandbox
     args.out.write_text(json.dumps(report, indent=2))
     print(markdown(report))
