@@ -165,6 +165,7 @@ class Evaluation:
         self.module = req["cand_module"]
         self.tol: tuple[float, float] = (limits.atol, limits.rtol)
         self.in_bytes = self.out_bytes = self.set_bytes = 0
+        self.pytorch_copy: str | None = None  # a kernel that only copied a PyTorch result (copy_trace.py)
         self._mark = time.monotonic()
         out.fields.setdefault("stages_ms", {})
 
@@ -259,7 +260,7 @@ class Evaluation:
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
-        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True}, buffers,
+        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "trace": first == 0}, buffers,
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([i for i, _ in made])
                                      if self.device == "cpu" else 16 << 20)
         try:
@@ -306,6 +307,8 @@ class Evaluation:
         self._flags(reply.get("flags"), "during the forward call")
         if reply.get("unconfirmed") and str(reply["unconfirmed"])[:300] not in out.unconfirmed:
             out.unconfirmed.append(str(reply["unconfirmed"])[:300])
+        if reply.get("pytorch_copy") and self.pytorch_copy is None:
+            self.pytorch_copy = str(reply["pytorch_copy"])[:80]
         launched = reply.get("launched")
         names = [str(n)[:80] for n in launched][:32] if isinstance(launched, list) else []
         out.kernels.extend(n for n in names if n not in out.kernels)
@@ -362,7 +365,14 @@ class Evaluation:
     # -- does the output depend on the candidate's kernels? ----------------------------------------
     def dependence(self) -> bool:
         """Run once with the candidate's Triton launches skipped: if the output still matches, the work was
-        done elsewhere (PyTorch next to a token kernel) and the candidate is rejected."""
+        done elsewhere (PyTorch next to a token kernel) and the candidate is rejected. So is one whose
+        traced first trial showed its kernel only copying a tensor PyTorch computed into the output
+        (copy_trace.py), which skipping the kernel cannot show: the copy's output is then unwritten."""
+        if self.pytorch_copy is not None and not self.req["task"].get("degenerate"):
+            self.out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {self.pytorch_copy!r} only "
+                            "copied into the output a tensor that PyTorch operators computed inside forward (bit "
+                            "for bit equal): the candidate's own kernels must compute the result")
+            return False
         (inputs, ref_out), = self.make_inputs([fresh_seed()], "dependence")
         lent = wire.pack([list(inputs)])
         buffers: list[Any] = []

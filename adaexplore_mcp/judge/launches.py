@@ -37,6 +37,8 @@ def _wrap(cls: type) -> None:
         result = original(self, *args, **kwargs)
         if mine and _kernel_of(self)[1] not in _state.names:
             _state.names.append(_kernel_of(self)[1])
+        if mine and getattr(_state, "after", None) is not None:
+            _state.after(self, args, kwargs)
         return result
 
     setattr(run, _INSTALLED, True)
@@ -55,13 +57,15 @@ def install() -> None:
     _wrap(InterpretedFunction)
 
 
-def begin(module_name: str, suppress: bool = False, recorder: Any = None) -> None:
+def begin(module_name: str, suppress: bool = False, recorder: Any = None, after: Any = None) -> None:
     """Start recording launches of kernels defined in `module_name`; `suppress` skips them instead of
-    running them (to show the output depends on them); `recorder(kernel, args, kwargs)` sees each launch."""
+    running them (to show the output depends on them); `recorder(kernel, args, kwargs)` sees each launch
+    before it runs, `after(kernel, args, kwargs)` once it returned (copy_trace.py)."""
     _state.module = module_name
     _state.names = []
     _state.suppress = suppress
     _state.recorder = recorder
+    _state.after = after
 
 
 def end() -> list[str]:
@@ -71,4 +75,5 @@ def end() -> list[str]:
     _state.names = []
     _state.suppress = False
     _state.recorder = None
+    _state.after = None
     return names

@@ -27,6 +27,7 @@ from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
 from .compare import nbytes, tensor_specs
+from .copy_trace import CopyTrace
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
 from .runner_timing import TimingOps
@@ -294,7 +295,9 @@ class Runner(TimingOps):
         if suppress:  # uninitialized memory reads as NaN, so skipped kernels cannot leave stale results
             torch.use_deterministic_algorithms(True, warn_only=True)
         recorder = self.frontend.recorder() if self.frontend is not None and not suppress else None
-        launches.begin(self.module.__name__, suppress=suppress, recorder=recorder)
+        trace = CopyTrace(inputs, self.model) if req.get("trace") and index == 0 and not suppress else None
+        launches.begin(self.module.__name__, suppress=suppress, recorder=recorder,
+                       after=trace.after if trace is not None else None)
         try:
             with torch.no_grad():
                 result = self.model(*inputs)
@@ -310,6 +313,8 @@ class Runner(TimingOps):
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
         reply["aliased"] = _aliased(result, inputs)  # outputs travel as copies: only this process can see it
+        if trace is not None and (copier := trace.pytorch_copy(result)) is not None:
+            reply["pytorch_copy"] = str(copier)[:80]
         if recorder is not None:
             problem = self.frontend.check(recorder)
             if problem is not None:

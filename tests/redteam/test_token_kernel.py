@@ -1,10 +1,10 @@
 """Token kernels: a Triton launch for show, the result computed elsewhere.
 
-The judge rejects a candidate whose own kernels launch nothing (`no_triton_kernel`) and one whose output
-still matches with its kernels skipped (`work_not_in_candidate_kernels`, the dependence check). The check
-can be defeated: by a kernel that only copies a PyTorch result (skipped, the output is NaN: "it depends
-on the kernel"), and by any candidate that can tell it is being run with its kernels skipped and then
-returns garbage on purpose. Those pass today and are marked as GAPs.
+The judge rejects a candidate whose own kernels launch nothing (`no_triton_kernel`), one whose output
+still matches with its kernels skipped, and one whose kernel only copied a PyTorch result into the output
+(`work_not_in_candidate_kernels`: the dependence check and the copy trace). Both run in the candidate's own
+process, so a candidate that can tell it is being run with its kernels skipped and then returns garbage on
+purpose defeats them. Those pass today and are marked as GAPs.
 """
 
 from __future__ import annotations
@@ -65,12 +65,13 @@ exec(compile(__import__("textwrap").dedent(\'\'\'
     assert_not_passed(ev)
 
 
-@gap("the dependence check cannot catch a kernel that only copies a result PyTorch computed: skipped, the copy "
-     "leaves NaN, so the output 'depends' on the candidate's kernel")
 def test_a_kernel_that_only_copies_a_pytorch_result(judge: Judge) -> None:
+    """Skipped, the copy leaves NaN, so the output 'depends' on the kernel: the traced first trial sees the
+    copy instead (copy_trace.py)."""
     ev = evaluate(judge, candidate("        return kernel_copy(x * 2 + 1)", extra=TOKEN_KERNELS))
     canary(judge)
-    assert_not_passed(ev)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+    assert "copy_kernel" in ev.rejected.message, summary(ev)
 
 
 @gap(DETECTION_GAP)
