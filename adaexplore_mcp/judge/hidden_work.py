@@ -48,11 +48,7 @@ def outside_per_pair(blocks: list[Block]) -> list[float]:
     not one slope over all blocks: on the H200 a single stalled reference block (the first after the
     candidate's process is killed) made the all-block slope negative in 5 of 9 honest runs, which zeroed
     the allowance and charged honest candidates 0.03-0.09 ms per call."""
-    values = []
-    for (t_a, w_a, n_a), (t_b, w_b, n_b) in zip(blocks[0::2], blocks[1::2]):
-        if n_a != n_b:
-            values.append(((w_b - sum(t_b)) - (w_a - sum(t_a))) / (n_b - n_a))
-    return values
+    return [_outside(a, b) for a, b in _pairs(blocks)]
 
 
 def _excess(block: Block) -> float:
@@ -61,13 +57,21 @@ def _excess(block: Block) -> float:
     return wall - sum(times)
 
 
+def _pairs(blocks: list[Block]) -> list[tuple[Block, Block]]:
+    """Consecutive blocks (the first and second, the third and fourth) of different lengths."""
+    return [(a, b) for a, b in zip(blocks[0::2], blocks[1::2]) if a[2] != b[2]]
+
+
+def _outside(a: Block, b: Block) -> float:
+    """`o` in `excess = F + o * n` from one pair: per call, what the wall clock saw outside the events."""
+    return (_excess(b) - _excess(a)) / (b[2] - a[2])
+
+
 def _fixed_per_pair(blocks: list[Block]) -> float:
     """The least a block costs once, `F` in `excess = F + o * n`, over consecutive pairs of blocks (0 when
     no pair says). A stalled long block makes a pair's F small, never large: the least is the candidate's
     worst case."""
-    fixed = [max(0.0, _excess(a) - (_excess(b) - _excess(a)) / (b[2] - a[2]) * a[2])
-             for a, b in zip(blocks[0::2], blocks[1::2]) if a[2] != b[2]]
-    return min(fixed, default=0.0)
+    return min((max(0.0, _excess(a) - _outside(a, b) * a[2]) for a, b in _pairs(blocks)), default=0.0)
 
 
 def _long_blocks(blocks: list[Block]) -> list[Block]:
@@ -107,13 +111,11 @@ def hidden_per_call(cand_blocks: list[Block], ref_records: list[list[Block]]) ->
     allowance = max(HIDDEN_ABS_MS, HIDDEN_REL * statistics.median(samples(cand_blocks)))
     charges = []
     cand = outside_per_pair(cand_blocks)
-    ref = [x for record in ref_records for x in outside_per_pair(record)]
-    if cand and min(cand) - max([0.0, *ref]) > allowance:
+    o_hi = max([0.0, *(x for record in ref_records for x in outside_per_pair(record))])  # the most generous
+    if cand and min(cand) - o_hi > allowance:
         charges.append(min(cand))
     ref_long = [b for record in ref_records if record for b in _long_blocks(record)]
     if ref_long:
-        o_hi = max([0.0, *ref])
-
         def most(n: int) -> float:  # E_r(n) = F + o * n is at most this for any o <= o_hi
             return max(max(0.0, _excess(b)) + o_hi * max(0, n - b[2]) for b in ref_long)
 
@@ -128,7 +130,6 @@ def hidden_per_call(cand_blocks: list[Block], ref_records: list[list[Block]]) ->
 def block_summary(blocks: list[Block]) -> list[list[float]]:
     """[calls, wall ms, sum of event ms] per block: the evidence behind a wall-clock verdict. Pure."""
     return [[calls, round(wall, 3), round(sum(times), 3)] for times, wall, calls in blocks]
-
 
 
 __all__ = ["Block", "block_summary", "hidden_per_call", "outside_per_pair", "samples", "wall_per_call"]

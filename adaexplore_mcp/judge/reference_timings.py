@@ -22,14 +22,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .hidden_work import Block
+from .hidden_work import Block, samples
 
 MIN_FRESH = 3  # timings of a task before any is reused
 RETIME_EVERY = 4  # at least every 4th evaluation of a task times the reference afresh
 REUSE_S = 120.0  # a timing older than this is never reused
 KEPT = 4  # timings whose blocks calibrate the hidden-work checks
 MEDIANS = 8  # reference medians whose median a speedup divides by
-
 
 
 @dataclass
@@ -43,7 +42,7 @@ class ReferenceTiming:
 
     @staticmethod
     def median(blocks: list[Block]) -> float:
-        return statistics.median(t for times, _, _ in blocks for t in times)
+        return statistics.median(samples(blocks))
 
 
 class ReferenceTimings:
