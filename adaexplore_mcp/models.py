@@ -141,6 +141,7 @@ class RejectDetail(BaseModel):
         "timed_output_mismatch",
         "missing_parameters",
         "work_not_in_candidate_kernels",
+        "work_not_replayable",
         "bad_output",
         "output_reused_across_calls",
         "events_disagree_with_wall_clock",

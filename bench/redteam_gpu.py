@@ -194,6 +194,20 @@ class ModelNew(ModelNew):
         _copy[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
         return out
 ''', "not passed"),
+    "sentinel_then_torch": ('''
+@triton.jit
+def _flag(flag_ptr):
+    tl.store(flag_ptr, 1)
+
+
+class ModelNew(ModelNew):
+    def forward(self, x):  # garbage whenever its kernels seem skipped; PyTorch's work otherwise
+        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
+        _flag[(1,)](flag)
+        if int(flag.item()) == 0:
+            return torch.full_like(x, float("nan"))
+        return torch.nn.functional.gelu(x * 2 + 1)
+''', "not passed"),
 }
 
 

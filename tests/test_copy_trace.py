@@ -18,7 +18,7 @@ def kernel(name: str) -> object:
 
 
 def trace_for(x: torch.Tensor) -> CopyTrace:
-    return CopyTrace([x], torch.nn.Linear(4, 4))
+    return CopyTrace([x, *torch.nn.Linear(4, 4).parameters()])
 
 
 def test_a_kernel_that_copies_a_pytorch_result_into_the_output_is_named() -> None:
@@ -55,7 +55,7 @@ def test_real_work_in_place_work_and_copies_of_the_candidates_own_results_are_no
 def test_copies_of_an_input_or_a_parameter_and_constant_tensors_are_not_flagged() -> None:
     x = torch.randn(64)
     model = torch.nn.Linear(8, 8)
-    trace = CopyTrace([x], model)
+    trace = CopyTrace([x, *model.parameters()])
     out = x.clone()
     trace.after(kernel("copy_kernel"), (x, out), {})  # an identity task: the degenerate-task warning's job
     assert trace.pytorch_copy(out) is None

@@ -1,10 +1,11 @@
-"""Did the candidate's kernel only copy a result PyTorch computed? One traced forward call says.
+"""Did the candidate's kernel only copy a result PyTorch computed? The replay's first run says.
 
-The dependence check (`evaluation.dependence`) skips the candidate's Triton launches and rejects it when the
-output still matches: work done next to a token kernel. A kernel that copies a PyTorch result into the output
-defeats that check, because skipping the copy leaves the output unwritten (NaN): the output "depends" on the
-kernel although the kernel did none of the work. This is the likeliest form of the hack (a model computes in
-PyTorch and adds a copy kernel to satisfy "a Triton kernel launched"), so the first trial is traced:
+The replay (replay.py) runs a recorded forward call once more with the candidate's launches skipped and
+rejects it when the output still matches: work done next to a token kernel. A kernel that copies a PyTorch
+result into the output defeats that check, because skipping the copy leaves the output unwritten (NaN): the
+output "depends" on the kernel although the kernel did none of the work. This is the likeliest form of the
+hack (a model computes in PyTorch and adds a copy kernel to satisfy "a Triton kernel launched"), so the
+replay's run as recorded is traced, in the replay's process, where the candidate cannot see it:
 
 - after each launch of a candidate kernel, any two of its tensor arguments with the same dtype and number of
   elements, different storage and more than one distinct value, that are bit-for-bit equal make it a copy
@@ -15,9 +16,9 @@ PyTorch and adds a copy kernel to satisfy "a Triton kernel launched"), so the fi
 
 In-place work (one tensor argument), copies of an input (the task itself is then an identity, which the
 degenerate-task warning covers) and copies between the candidate's own kernels' results are not flagged.
-A candidate that knows this check can evade it (a copy that also adds zero in another way, a tensor passed to
-a token launch first): like every check made inside the candidate's process, it catches the careless hack,
-not a determined one (docs/judge.md, known limits).
+Work split between PyTorch and a kernel that does some of the arithmetic (a copy that also adds zero in
+another way) is not a copy: library operators are allowed, so that is reported (docs/judge.md, known
+limits), not rejected.
 """
 
 from __future__ import annotations
@@ -52,11 +53,11 @@ def _copies(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
 
 
 class CopyTrace:
-    """Give `after` to `launches.begin(after=...)` for one forward call, then ask `pytorch_copy(result)`."""
+    """Call `after` after each launch of one run, then ask `pytorch_copy(result)`. `known`: the tensors that
+    existed before the call (inputs, parameters, buffers)."""
 
-    def __init__(self, inputs: list[Any], model: torch.nn.Module) -> None:
-        known = [t for t in as_tensors(inputs) if isinstance(t, torch.Tensor)]
-        known += [*model.parameters(), *model.buffers()]
+    def __init__(self, known: list[Any]) -> None:
+        known = [t for t in as_tensors(known) if isinstance(t, torch.Tensor)]
         self.seen = {_storage(t) for t in known}  # storages PyTorch inside forward did not make
         self.last: dict[int, tuple[str, int | None]] = {}  # storage -> (kernel, the PyTorch-made side it copied)
         # an autotuner launches the same kernel on the same storages once per benchmark run: compare once

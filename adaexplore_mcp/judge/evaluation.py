@@ -165,7 +165,6 @@ class Evaluation:
         self.module = req["cand_module"]
         self.tol: tuple[float, float] = (limits.atol, limits.rtol)
         self.in_bytes = self.out_bytes = self.set_bytes = 0
-        self.pytorch_copy: str | None = None  # a kernel that only copied a PyTorch result (copy_trace.py)
         self._mark = time.monotonic()
         out.fields.setdefault("stages_ms", {})
 
@@ -222,15 +221,22 @@ class Evaluation:
         self.mark("kernel_cache")
         out.fields["trials"] = self.limits.trials
         self._precision_report()
-        self.progress(0.75, "checking the work is done by the candidate's kernels")
-        dependent = self.dependence()
-        self.mark("dependence")
-        if not dependent or self.device != "cuda":
-            return
-        from .referee_timing import time_candidate
+        from .referee_replay import check_work, take_program
 
-        self.progress(0.8, "timing")
-        time_candidate(self)  # marks its own stages (timing_candidate, profile, timing_reference)
+        recorded = take_program(self)
+        self.mark("program")
+        if recorded is None:
+            return
+        if self.device == "cuda":  # timed first: the replay takes a spare, whose replacement would disturb timing
+            from .referee_timing import time_candidate
+
+            self.progress(0.75, "timing")
+            time_candidate(self)  # marks its own stages (timing_candidate, profile, timing_reference)
+            if out.done:
+                return
+        self.progress(0.9, "checking the work is done by the candidate's kernels (a replay in another process)")
+        check_work(self, recorded)
+        self.mark("replay")
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
@@ -260,7 +266,7 @@ class Evaluation:
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
-        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "trace": first == 0}, buffers,
+        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "record": True}, buffers,
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([i for i, _ in made])
                                      if self.device == "cpu" else 16 << 20)
         try:
@@ -307,8 +313,6 @@ class Evaluation:
         self._flags(reply.get("flags"), "during the forward call")
         if reply.get("unconfirmed") and str(reply["unconfirmed"])[:300] not in out.unconfirmed:
             out.unconfirmed.append(str(reply["unconfirmed"])[:300])
-        if reply.get("pytorch_copy") and self.pytorch_copy is None:
-            self.pytorch_copy = str(reply["pytorch_copy"])[:80]
         launched = reply.get("launched")
         names = [str(n)[:80] for n in launched][:32] if isinstance(launched, list) else []
         out.kernels.extend(n for n in names if n not in out.kernels)
@@ -339,8 +343,10 @@ class Evaluation:
         atol, rtol = self.tol
         return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
 
-    def release(self) -> None:
-        self.cand_call({"op": "release"})
+    def release(self, candidate: bool = True) -> None:
+        """Both runners let go of what they lent this step (`candidate=False`: the reference's only)."""
+        if candidate:
+            self.cand_call({"op": "release"})
         reply, _ = self.referee.call_ref(self.ref, {"op": "release"}, self.deadline, "releasing the reference")
         if self.device == "cuda":
             torch.cuda.synchronize()
@@ -361,45 +367,6 @@ class Evaluation:
             self.out.warnings.append(f"reference parameters not copied into ModelNew (name or shape differs): "
                                      f"{[str(n)[:60] for n in reply['skipped'][:5]]}")
         return bool(copied)
-
-    # -- does the output depend on the candidate's kernels? ----------------------------------------
-    def dependence(self) -> bool:
-        """Run once with the candidate's Triton launches skipped: if the output still matches, the work was
-        done elsewhere (PyTorch next to a token kernel) and the candidate is rejected. So is one whose
-        traced first trial showed its kernel only copying a tensor PyTorch computed into the output
-        (copy_trace.py), which skipping the kernel cannot show: the copy's output is then unwritten."""
-        if self.pytorch_copy is not None and not self.req["task"].get("degenerate"):
-            self.out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {self.pytorch_copy!r} only "
-                            "copied into the output a tensor that PyTorch operators computed inside forward (bit "
-                            "for bit equal): the candidate's own kernels must compute the result")
-            return False
-        (inputs, ref_out), = self.make_inputs([fresh_seed()], "dependence")
-        lent = wire.pack([list(inputs)])
-        buffers: list[Any] = []
-        reply, bufs = self.cand_call({"op": "forward", "sets": wire.encode_value(lent, buffers, pack=False),
-                                      "suppress": True},
-                                     buffers, max_reply=1 << 31)
-        reply = (reply.get("results") or [{}])[0]
-        try:
-            if not isinstance(reply, dict) or "verdict" in reply or not reply.get("outputs"):
-                return True  # without its kernels the candidate fails outright: the work is theirs
-            try:
-                got = wire.decode_value(reply["outputs"], bufs)
-            except wire.WireError:
-                return True
-            atol, rtol = self.tol
-            if compare(ref_out, got, 0, atol, rtol, self.limits.max_rel_norm) is None:
-                if self.req["task"].get("degenerate"):
-                    self.out.warnings.append("the output matched even with the candidate's kernels skipped (this "
-                                             "task is degenerate, so that proves little)")
-                    return True
-                self.out.reject("work_not_in_candidate_kernels", "with the candidate's own Triton kernels skipped, "
-                                "its output still matched the reference: the work is done elsewhere (PyTorch "
-                                "operators next to a token kernel?); the candidate's kernels must compute the result")
-                return False
-            return True
-        finally:
-            self.release()
 
     # -- precision and tolerance -------------------------------------------------------------------
     def _set_tolerance(self, ref_out: Any) -> None:

@@ -29,9 +29,6 @@ def _wrap(cls: type) -> None:
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         watched = getattr(_state, "module", None)
         mine = watched is not None and not kwargs.get("warmup", False) and _kernel_of(self)[0] == watched
-        if mine and getattr(_state, "suppress", False):
-            _state.names.append(_kernel_of(self)[1])
-            return None  # the dependence check: the candidate's kernels do not run at all
         if mine and getattr(_state, "recorder", None) is not None:
             _state.recorder(self, args, kwargs)
         result = original(self, *args, **kwargs)
@@ -57,13 +54,12 @@ def install() -> None:
     _wrap(InterpretedFunction)
 
 
-def begin(module_name: str, suppress: bool = False, recorder: Any = None, after: Any = None) -> None:
-    """Start recording launches of kernels defined in `module_name`; `suppress` skips them instead of
-    running them (to show the output depends on them); `recorder(kernel, args, kwargs)` sees each launch
-    before it runs, `after(kernel, args, kwargs)` once it returned (copy_trace.py)."""
+def begin(module_name: str, recorder: Any = None, after: Any = None) -> None:
+    """Start recording launches of kernels defined in `module_name`; `recorder(kernel, args, kwargs)` sees
+    each launch before it runs (and may replace `kwargs["grid"]`), `after(kernel, args, kwargs)` once it
+    returned (work_trace.py)."""
     _state.module = module_name
     _state.names = []
-    _state.suppress = suppress
     _state.recorder = recorder
     _state.after = after
 
@@ -73,7 +69,6 @@ def end() -> list[str]:
     names = list(getattr(_state, "names", []))
     _state.module = None
     _state.names = []
-    _state.suppress = False
     _state.recorder = None
     _state.after = None
     return names

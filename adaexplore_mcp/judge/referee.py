@@ -25,7 +25,7 @@ from .kernel_cache import KernelCache
 from .reference_timings import ReferenceTimings
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
 
-SPARES = 1
+SPARES = 2  # one for the next candidate, one for this one's replay (referee_replay.py)
 CPU_REFERENCE_CACHE = 4
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import json
 import os
 import sys
 import time
@@ -27,10 +28,11 @@ from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, wire
 from ..errors import safe_str
 from .compare import nbytes, tensor_specs
-from .copy_trace import CopyTrace
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
+from .replay import ReplayOps
 from .runner_timing import TimingOps
+from .work_trace import MAX_PROGRAM_BYTES, WorkTrace
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
@@ -46,7 +48,7 @@ class Stop(Exception):
     """The referee said goodbye (or went away)."""
 
 
-class Runner(TimingOps):
+class Runner(TimingOps, ReplayOps):
     def __init__(self, conn: Connection, device: str, tmp: Path) -> None:
         self.conn, self.device, self.tmp = conn, device, tmp
         self.module: Any = None
@@ -61,6 +63,7 @@ class Runner(TimingOps):
         self.cost: dict[str, Any] | None = None  # the task's bytes and FLOPs, counted once (roofline)
         self.compiled: Any = None  # the reference under torch.compile, built once (speedup_compile)
         self.compile_error: str | None = None
+        self.work_trace: WorkTrace | None = None  # the last recorded trial (work_trace.py), for `program`
         if device == "cpu":  # the interpreter accepts what a GPU compiler rejects: compile for a GPU too
             from .frontend import Frontend
 
@@ -271,7 +274,7 @@ class Runner(TimingOps):
         sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
         results, kept = [], []
         for i, inputs in enumerate(sets):
-            result, reply = self._forward_one(inputs, bool(req.get("suppress")), req, i, bufs)
+            result, reply = self._forward_one(inputs, bool(req.get("record")))
             kept.append(result if "verdict" not in reply else None)
             results.append(reply)
             if "verdict" in reply:
@@ -289,32 +292,34 @@ class Runner(TimingOps):
                 reply["inputs_after"] = wire.encode_value(inputs, out)
         return {"results": results}
 
-    def _forward_one(self, inputs: list[Any], suppress: bool, req: dict, index: int,
-                     bufs: list[bytes]) -> tuple[Any, dict[str, Any]]:
+    def _forward_one(self, inputs: list[Any], record: bool) -> tuple[Any, dict[str, Any]]:
+        """One call; with `record`, every trial alike, it is recorded for the replay (work_trace.py)."""
         before = precision.snapshot()
-        if suppress:  # uninitialized memory reads as NaN, so skipped kernels cannot leave stale results
-            torch.use_deterministic_algorithms(True, warn_only=True)
-        recorder = self.frontend.recorder() if self.frontend is not None and not suppress else None
-        trace = CopyTrace(inputs, self.model) if req.get("trace") and index == 0 and not suppress else None
-        launches.begin(self.module.__name__, suppress=suppress, recorder=recorder,
-                       after=trace.after if trace is not None else None)
+        recorder = self.frontend.recorder() if self.frontend is not None else None
+        trace = WorkTrace(inputs) if record else None
+
+        def before_launch(kernel: Any, args: tuple, kwargs: dict) -> None:
+            if recorder is not None:
+                recorder(kernel, args, kwargs)
+            if trace is not None:
+                trace.before(kernel, args, kwargs)
+
+        launches.begin(self.module.__name__, recorder=before_launch, after=trace.after if trace is not None else None)
         try:
-            with torch.no_grad():
+            with torch.no_grad(), trace if trace is not None else contextlib.nullcontext():
                 result = self.model(*inputs)
             self._sync()
         except BaseException as exc:  # noqa: BLE001
             launches.end()
             return None, self._error(exc, STAGE_RUN)
-        finally:
-            if suppress:
-                torch.use_deterministic_algorithms(False)
         names = launches.end()
         flags = precision.changed_flags(before, precision.snapshot())
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
         reply["aliased"] = _aliased(result, inputs)  # outputs travel as copies: only this process can see it
-        if trace is not None and (copier := trace.pytorch_copy(result)) is not None:
-            reply["pytorch_copy"] = str(copier)[:80]
+        if trace is not None:
+            trace.finish(result)
+            self.work_trace = trace
         if recorder is not None:
             problem = self.frontend.check(recorder)
             if problem is not None:
@@ -323,6 +328,20 @@ class Runner(TimingOps):
             elif self.frontend.unavailable is not None:
                 reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
         return result, reply
+
+    def op_program(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """The last recorded trial as a program, its constants as tensors (kept until `release`)."""
+        trace = self.work_trace
+        if trace is None:
+            return {"unreplayable": "no trial was recorded"}
+        program = trace.program()
+        if trace.problem is None and len(json.dumps(program)) > MAX_PROGRAM_BYTES:
+            trace.problem = f"the recorded call is over {MAX_PROGRAM_BYTES >> 20} MiB as a program"
+        if trace.problem is not None:
+            return {"unreplayable": trace.problem[:300]}
+        packs: list[Any] = []
+        self.kept["program"] = (trace.constants, packs)
+        return {"program": program, "constants": wire.encode_value(list(trace.constants), out, packs)}
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: device time by kernel name of `runs` calls under torch.profiler (evidence, reported as-is);

@@ -197,7 +197,7 @@ def main() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    from . import classify, launches, precision, runner, sandbox, timing, wire  # noqa: F401
+    from . import classify, launches, precision, replay, runner, sandbox, timing, wire, work_trace  # noqa: F401
     from ..tasks import format  # noqa: F401
 
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -206,8 +206,8 @@ def main() -> None:
         frontend.install()  # snapshot the clean triton.language before any child runs a kernel
     else:  # the interpreter and the front-end check never compute Triton's cache key: only GPU runners need it
         _hash_triton_installation()
-    torch.use_deterministic_algorithms(True, warn_only=True)  # its first call costs a second: pay it once
-    torch.use_deterministic_algorithms(False)
+    with work_trace.WorkTrace([]):  # the first dispatch mode of a process sets up torch's Python key: once, here
+        torch.zeros(1) + 1
 
     ctrl.sendall(b'{"ready": true}\n')
     serve(ctrl)

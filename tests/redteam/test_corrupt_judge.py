@@ -186,22 +186,19 @@ MALFORMED = {
 
 
 # Found by this corpus (fixed in 20abbb8): 'launched': 5 raised TypeError in _judge_call, and 'results' as a
-# dict raised KeyError in dependence(): both were 'a bug in the judge' out of Judge.evaluate.
+# dict raised KeyError in the old in-process dependence run: both were 'a bug in the judge' out of Judge.evaluate.
 @pytest.mark.parametrize("reply", list(MALFORMED.values()), ids=list(MALFORMED))
 def test_a_malformed_reply_is_a_readable_verdict(judge: Judge, reply: str) -> None:
     """The candidate answers for its runner: a well-formed message with ill-typed fields, sent on its own
-    connection before the runner's real reply (a 'results' dict only in the dependence run, after trials it
-    passes honestly: any verdict will do there). Nothing escapes; a forged reply in the trials never passes."""
-    only_in_dependence = reply == MALFORMED["results_a_dict"]
-    body = ("        from adaexplore_mcp.judge import launches, wire\n"
+    connection before the runner's real reply, in every trial. Nothing escapes, and it never passes."""
+    body = ("        from adaexplore_mcp.judge import wire\n"
             "        from multiprocessing.connection import Connection\n"
-            f"        if launches._state.suppress or not {only_in_dependence}:\n"
-            f"            wire.send(Connection(os.dup(conn_fd())), {reply})\n"
+            f"        wire.send(Connection(os.dup(conn_fd())), {reply})\n"
             "        return affine(x)")
     ev = evaluate(judge, attack(body))
     canary(judge)
     assert JUDGE_BUG not in as_json(ev), summary(ev)
-    assert only_in_dependence or ev.verdict != Verdict.passed, summary(ev)
+    assert ev.verdict != Verdict.passed, summary(ev)
 
 
 def test_a_forked_child_writing_a_forged_reply_does_not_pass(judge: Judge) -> None:

@@ -2,9 +2,10 @@
 
 The judge rejects a candidate whose own kernels launch nothing (`no_triton_kernel`), one whose output
 still matches with its kernels skipped, and one whose kernel only copied a PyTorch result into the output
-(`work_not_in_candidate_kernels`: the dependence check and the copy trace). Both run in the candidate's own
-process, so a candidate that can tell it is being run with its kernels skipped and then returns garbage on
-purpose defeats them. Those pass today and are marked as GAPs.
+(`work_not_in_candidate_kernels`). Both checks run in the replay (referee_replay.py): another process, on
+new inputs, where the candidate's Python never runs, so a candidate that tries to tell when its kernels
+are skipped (a sentinel kernel, torch's global modes, the launch hook's state) finds nothing to see, and
+one that forges what its process reports still has to compute the result with its own kernels there.
 """
 
 from __future__ import annotations
@@ -13,21 +14,19 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import TOKEN_KERNELS, assert_not_passed, canary, evaluate, gap, summary
+from tests.redteam.conftest import TOKEN_KERNELS, assert_not_passed, canary, evaluate, summary
 from tests.test_judge_cases import candidate
 
 NAN = "torch.full_like(x, float('nan'))"
 DETECTORS = {
-    # the judge switches torch to deterministic mode (fills torch.empty with NaN) only for that run
+    # the old in-process check switched torch to deterministic mode (torch.empty filled with NaN) for that run
     "deterministic_mode": "torch.are_deterministic_algorithms_enabled()",
     # a kernel that sets a flag: if the flag stays 0, the launches are being skipped
     "sentinel_kernel": "kernels_are_skipped()",
     # the judge's launch hook lives in the candidate's own process, with its state
-    "judge_launch_state": "__import__('adaexplore_mcp.judge.launches', fromlist=['_state'])._state.suppress",
+    "judge_launch_state": "getattr(__import__('adaexplore_mcp.judge.launches', fromlist=['_state'])._state, "
+                          "'suppress', False)",
 }
-DETECTION_GAP = ("the dependence check skips the candidate's Triton launches in a run the candidate can recognise "
-                 "(deterministic mode, a sentinel kernel that does not write, the launch hook's own state in its "
-                 "process); a candidate that returns garbage in that run passes with the work done in PyTorch")
 
 
 def test_a_noop_launch_next_to_pytorch_is_rejected(judge: Judge) -> None:
@@ -74,22 +73,46 @@ def test_a_kernel_that_only_copies_a_pytorch_result(judge: Judge) -> None:
     assert "copy_kernel" in ev.rejected.message, summary(ev)
 
 
-@gap(DETECTION_GAP)
 @pytest.mark.parametrize("detector", list(DETECTORS), ids=list(DETECTORS))
 def test_a_candidate_that_detects_the_dependence_run(judge: Judge, detector: str) -> None:
     body = f"        token(x)\n        if {DETECTORS[detector]}:\n            return {NAN}\n        return x * 2 + 1"
     ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
     canary(judge)
-    assert_not_passed(ev)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
 
 
-@gap("the list of launched kernels is reported by the candidate's own process (launches.end can be patched): "
-     "with the dependence run detected too, a candidate with no Triton launch at all passes")
 def test_no_triton_at_all_with_a_forged_launch_list(judge: Judge) -> None:
+    """The launch list is the candidate process's word; the replay is not."""
     body = ("        from adaexplore_mcp.judge import launches\n"
-            "        skipped = launches._state.suppress\n"
+            "        skipped = getattr(launches._state, 'suppress', False)\n"
             "        launches.end = lambda: ['affine_kernel']\n"
             f"        return {NAN} if skipped else x * 2 + 1")
     ev = evaluate(judge, candidate(body))
     canary(judge)
-    assert_not_passed(ev)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+
+
+def test_a_forged_program_still_has_to_compute_the_result(judge: Judge) -> None:
+    """The candidate patches its trace to report a program with an honest-looking launch: the replay runs it on
+    new inputs, where the forged launch does not compute the result."""
+    body = ("        from adaexplore_mcp.judge import work_trace\n"
+            "        token(x)\n"
+            "        work_trace.WorkTrace.program = lambda self: {'inputs': self.inputs, 'constants': [], "
+            "'kernels': {'noop_kernel': {}}, 'output': {'t': self.inputs[0]}, "
+            "'steps': [{'launch': 'noop_kernel', 'args': {'l': [{'t': self.inputs[0]}]}, 'kwargs': {}, 'grid': [1]}]}\n"
+            "        return x * 2 + 1")
+    ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
+    canary(judge)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", summary(ev)
+
+
+def test_a_cached_answer_passed_as_a_constant_fails_on_new_inputs(judge: Judge) -> None:
+    """PyTorch computes with the judge's view switched off; the kernel copies the result. The result enters the
+    record as a constant, which the replay's new inputs make wrong."""
+    body = ("        from torch.utils._python_dispatch import _disable_current_modes\n"
+            "        with _disable_current_modes():\n"
+            "            y = (x * 2 + 1).clone()\n"
+            "        return kernel_copy(y)")
+    ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
+    canary(judge)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", summary(ev)

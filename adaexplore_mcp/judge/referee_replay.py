@@ -1,0 +1,154 @@
+"""Does the candidate's own Triton code do the work? Decided by a replay in a process of its own.
+
+The candidate's runner recorded every trial alike (work_trace.py); the last one is sent, as a program, to a
+fresh spare runner that never imports the candidate (replay.py). The referee lends it inputs drawn for
+this alone, and compares what comes back itself:
+
+- the program as recorded must compute the reference's output for those inputs: what the candidate
+  reported it ran is what computes the result (a forged program must be a right one);
+- with the candidate's launches skipped, the output must not match: else the operators around its kernels
+  did the work (a token launch next to PyTorch);
+- no kernel of its may only copy a result PyTorch computed into the output (copy_trace.py, in the replay).
+
+Nothing in the candidate's process can tell which of its trials is replayed, or how: it is not there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import wire
+from .compare import compare, nbytes
+from .runners import RunnerGone
+
+WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
+CAND_REPLY_BYTES = 1 << 31
+
+
+@dataclass
+class Recorded:
+    """The candidate's last recorded trial, held by the referee: the candidate's runner is killed before
+    the reference is timed, so the program and copies of its constants are taken while it lives."""
+
+    program: dict
+    constants: list  # in the referee's own memory (wire.pack): lent to the replay as they are
+
+
+def take_program(ev: Any) -> Recorded | None:
+    """Ask the candidate's runner for its last recorded trial; None (with the rejection in `ev.out`) if none."""
+    reply, bufs = ev.cand_call({"op": "program"}, max_reply=CAND_REPLY_BYTES)
+    program = reply.get("program")
+    if not isinstance(program, dict):
+        _unreplayable(ev, f"this call cannot be replayed: {str(reply.get('unreplayable') or 'no program')[:300]}")
+        return None
+    try:
+        constants = wire.decode_value(reply.get("constants"), bufs)
+        if not isinstance(constants, list):
+            raise wire.WireError("the constants are not a list")
+        return Recorded(program, wire.pack(constants))
+    except wire.WireError as exc:
+        ev.out.reject("bad_output", f"the candidate's process sent an unreadable program: {exc}")
+        return None
+    finally:
+        ev.cand_call({"op": "release"})  # copied into the referee's memory by now
+
+
+def check_work(ev: Any, recorded: Recorded) -> bool:
+    """True when the work is the candidate's; otherwise the rejection is in `ev.out` (and no speedup)."""
+    out = ev.out
+    from .evaluation import fresh_seed
+
+    (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
+    lent = wire.pack([list(inputs), recorded.constants])
+    replayer = ev.referee.candidate_runner(ev.deadline)
+    try:
+        theirs = _replay(ev, replayer, recorded.program, lent, ref_out)
+        if not theirs:
+            _no_speedup(out)
+        return theirs
+    except RunnerGone as exc:
+        _no_speedup(out)
+        return _unreplayable(ev, f"the replay's process {'timed out' if exc.kind == 'timeout' else 'died'} running the "
+                             f"candidate's kernels on new inputs ({str(exc)[:200]})")
+    finally:
+        replayer.kill()
+        del lent
+        ev.release(candidate=ev.cand.alive)  # on a GPU the candidate's runner was killed after its timing
+
+
+def _replay(ev: Any, replayer: Any, program: dict, lent: list, ref_out: Any) -> bool:
+    out = ev.out
+    names, files = ev.referee.kernel_files(ev.module)
+    prep, _ = replayer.call({"op": "replay_prepare", "source": ev.req["cand_source"], "module": ev.module,
+                             "program": program, "kernel_files": names}, files, ev.deadline)
+    if prep.get("replay_error") or not prep.get("ok"):
+        return _unreplayable(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"))
+    buffers: list[Any] = []
+    sent = wire.encode_value(lent, buffers, pack=False)
+    max_reply = 8 * nbytes(ref_out) + (1 << 20) if ev.device == "cpu" else 16 << 20
+    rep, rbufs = replayer.call({"op": "replay", "sets": sent}, buffers, ev.deadline, max_reply)
+    if rep.get("replay_error") or "full" not in rep:
+        return _unreplayable(ev, "replaying it on new inputs failed: "
+                             f"{str(rep.get('replay_error') or rep.get('internal') or 'no outputs')[:300]}")
+    try:
+        opened: dict = {}
+        full = wire.decode_value(rep["full"], rbufs, opened=opened)
+        skipped = wire.decode_value(rep["skipped"], rbufs, opened=opened)
+    except wire.WireError as exc:
+        return _unreplayable(ev, f"the replay's outputs could not be read: {exc}")
+    atol, rtol = ev.tol
+    steps = program.get("steps") or []
+    out.fields["work"] = {**(out.fields.get("work") or {}), "replay": _summary(steps)}
+    mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)
+    if mismatch is not None and rep.get("host_differs"):  # a value read back differs: the record is not general
+        return _unreplayable(ev, "the call reads tensor values back to the host and decides with them, so its record "
+                             f"does not hold for other inputs ({str(rep['host_differs'])[:200]}; {_brief(mismatch)}); "
+                             "keep host-side decisions and kernel arguments independent of input values (pass such "
+                             "values to the kernel as tensors)")
+    if mismatch is not None:
+        return _unreplayable(ev, "replayed on new inputs, the operators and kernels the call ran do not compute the "
+                             f"reference's output ({_brief(mismatch)}). Does it keep state from an earlier call, or "
+                             "read memory it never wrote (the replay fills torch.empty with NaN)?")
+    if rep.get("copy") and not ev.req["task"].get("degenerate"):
+        out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {str(rep['copy'])[:80]!r} only copied "
+                   "into the output a tensor that PyTorch operators computed inside forward (bit for bit equal): the "
+                   "candidate's own kernels must compute the result")
+        return False
+    if compare(ref_out, skipped, 0, atol, rtol, ev.limits.max_rel_norm) is None:
+        if ev.req["task"].get("degenerate"):
+            out.warnings.append("the output matched even with the candidate's kernels skipped (this task is "
+                                "degenerate, so that proves little)")
+            return True
+        out.reject("work_not_in_candidate_kernels", "with the candidate's own Triton kernels skipped, its output "
+                   "still matched the reference: the work is done elsewhere (PyTorch operators next to a token "
+                   "kernel?); the candidate's kernels must compute the result")
+        return False
+    return True
+
+
+def _unreplayable(ev: Any, why: str) -> bool:
+    ev.out.reject("work_not_replayable", f"{WHY}, and {why}")
+    return False
+
+
+def _no_speedup(out: Any) -> None:
+    """A candidate rejected here was timed first (on a GPU): a rejected result claims no speedup."""
+    for key in ("speedup", "speedup_tf32", "speedups"):
+        out.fields.pop(key, None)
+
+
+def _brief(mismatch: dict) -> str:
+    keys = ("reason", "max_abs_error", "mismatched_fraction", "expected_spec", "got_spec")
+    return ", ".join(f"{k}={str(mismatch[k])[:60]}" for k in keys if mismatch.get(k) is not None) or "mismatch"
+
+
+def _summary(steps: list) -> dict[str, Any]:
+    """What the replayed call consisted of: launches of the candidate's kernels, and library operators."""
+    launches = [str(s.get("launch"))[:60] for s in steps if isinstance(s, dict) and "launch" in s]
+    ops = sorted({str(s.get("op"))[:60] for s in steps if isinstance(s, dict) and "op" in s})
+    return {"launches": len(launches), "kernels": sorted(set(launches))[:16], "operators": ops[:16],
+            "operator_calls": sum(1 for s in steps if isinstance(s, dict) and "op" in s)}
+
+
+__all__ = ["Recorded", "check_work", "take_program"]

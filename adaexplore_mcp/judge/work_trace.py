@@ -1,0 +1,218 @@
+"""Record what a candidate's forward call ran, as a straight-line program another process can replay.
+
+Why: every check made inside the candidate's process can be recognised there. A candidate that is run
+once with its Triton launches skipped can notice (a sentinel kernel that sets a flag, torch's global
+modes, the launch hook's own state) and return garbage on purpose, so its output seems to depend on its
+kernels while PyTorch does the work in every other call. So nothing is skipped in the candidate's process
+any more: every trial forward is recorded the same way, and the last one is replayed by `replay.py` in a
+fresh sandboxed process where no candidate Python runs (only its kernels, rebuilt from the source the
+referee holds), on inputs the candidate never saw, once as recorded and once with its launches skipped.
+There the program is frozen: no `if` of the candidate's can see what the judge does.
+
+What is recorded, under a `TorchDispatchMode` and the launch hook (`launches.begin(recorder=...)`):
+
+- each ATen operator call (`aten::add.Tensor`...): its arguments, tensors replaced by slots, and its result;
+  a value read back to the host (`.item()`) is kept so the replay can tell when it differs;
+- each launch of a kernel defined in the candidate's module: its arguments as passed, the grid it resolved
+  to, and the module-level values its body reads (numbers, `tl.constexpr`s, Triton modules, helpers);
+- tensors that existed before the call (parameters, buffers, cached attributes): shipped by value, as
+  constants. They cannot carry the answer: the replay's inputs are new.
+
+A forged program gains nothing: the replay checks that it computes the reference's output from new inputs
+with the candidate's kernels, whatever the candidate reports.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+MAX_STEPS = 10000  # a forward call with more recorded operators and launches is not replayed
+MAX_PROGRAM_BYTES = 3 << 20  # its JSON travels in one message header (wire.MAX_HEADER_BYTES)
+TRITON_MODULES = ("triton", "math")
+
+
+class Unreplayable(Exception):
+    """The call did something the replay cannot reproduce (the message says what, for the candidate)."""
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"f": repr(v)}
+    return v
+
+
+class WorkTrace(TorchDispatchMode):
+    """One forward call. Use as a context manager around it, pass `before`/`after` to the launch hook,
+    then `finish(result)`; `program` and `constants` are what `op_program` sends."""
+
+    def __init__(self, inputs: list[Any]) -> None:
+        super().__init__()
+        self.slots: dict[int, int] = {}
+        self.alive: list[torch.Tensor] = []  # ids stay unique while the trace holds the tensors
+        self.constants: list[torch.Tensor] = []
+        self.constant_slots: list[int] = []
+        self.steps: list[dict[str, Any]] = []
+        self.kernels: dict[str, dict[str, Any]] = {}
+        self.problem: str | None = None
+        self.paused = 0  # inside a launch: the interpreter's own copies are not the candidate's operators
+        self.inputs = [self._new(x) if isinstance(x, torch.Tensor) else None for x in inputs]
+        self.output: Any = None
+
+    # -- slots ---------------------------------------------------------------------------------------
+    def _new(self, t: torch.Tensor) -> int:
+        slot = len(self.alive)
+        self.slots[id(t)] = slot
+        self.alive.append(t)
+        return slot
+
+    def _slot(self, t: torch.Tensor) -> int:
+        slot = self.slots.get(id(t))
+        if slot is None:  # made before the call: a parameter, a buffer, an attribute cached earlier
+            slot = self._new(t)
+            self.constants.append(t.detach())
+            self.constant_slots.append(slot)
+        return slot
+
+    def arg(self, v: Any) -> Any:
+        """A JSON-able description of an argument, tensors as slots."""
+        if isinstance(v, torch.Tensor):
+            return {"t": self._slot(v)}
+        if v is None or isinstance(v, (bool, int, str)):
+            return v
+        if isinstance(v, float):
+            return _scalar(v)
+        if isinstance(v, (list, tuple)):
+            return {"l" if isinstance(v, list) else "tu": [self.arg(x) for x in v]}
+        if isinstance(v, torch.dtype):
+            return {"dtype": str(v).removeprefix("torch.")}
+        if isinstance(v, torch.device):
+            return {"device": v.type}
+        if isinstance(v, (torch.memory_format, torch.layout)):
+            return {"enum": str(v).removeprefix("torch.")}
+        if type(v).__name__ == "constexpr" and hasattr(v, "value"):  # tl.constexpr passed at launch
+            return self.arg(v.value)
+        if hasattr(v, "item") and type(v).__module__ == "numpy":
+            return self.arg(v.item())
+        raise Unreplayable(f"an argument of type {type(v).__name__}")
+
+    def result(self, v: Any) -> Any:
+        """Like `arg` for what an operator returned: new tensors get new slots; host values are kept."""
+        if isinstance(v, torch.Tensor):
+            slot = self.slots.get(id(v))
+            return {"t": self._new(v) if slot is None else slot}
+        if isinstance(v, (list, tuple)):
+            return {"l": [self.result(x) for x in v]}
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return {"v": _scalar(v)}
+        raise Unreplayable(f"an operator result of type {type(v).__name__}")
+
+    def _step(self, step: dict[str, Any]) -> None:
+        if len(self.steps) >= MAX_STEPS:
+            raise Unreplayable(f"more than {MAX_STEPS} operators and launches in one forward call")
+        self.steps.append(step)
+
+    # -- ATen operators ------------------------------------------------------------------------------
+    def __torch_dispatch__(self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if self.paused or self.problem is not None:
+            return func(*args, **kwargs)
+        try:
+            step = {"op": func.name(), "args": self.arg(list(args)), "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
+        except Unreplayable as exc:
+            self.problem = f"{func.name()} with {exc}"
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        try:
+            step["out"] = self.result(out)
+            self._step(step)
+        except Unreplayable as exc:
+            self.problem = f"{func.name()} returning {exc}"
+        return out
+
+    # -- Triton launches (the launch hook's `recorder` and `after`) ----------------------------------
+    def before(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        self.paused += 1
+        if self.problem is not None:
+            return
+        fn = getattr(kernel, "fn", None)
+        name = getattr(fn, "__name__", "?")
+        step: dict[str, Any] = {"launch": name}
+        try:
+            step["args"] = self.arg(list(args))
+            step["kwargs"] = {k: self.arg(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
+            self._kernel(fn)
+        except Unreplayable as exc:
+            self.problem = f"the launch of {name} with {exc}"
+            return
+        grid = kwargs.get("grid")
+        if callable(grid):
+            def resolved(meta: Any, _grid: Any = grid) -> Any:
+                value = _grid(meta)
+                step["grid"] = [int(g) for g in (value if isinstance(value, (list, tuple)) else (value,))]
+                return value
+            kwargs["grid"] = resolved  # the hook's own dict: Triton calls this wrapper, which notes the value
+        else:
+            step["grid"] = [int(g) for g in (grid if isinstance(grid, (list, tuple)) else (grid,))]
+        self._step(step)
+
+    def after(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        self.paused = max(0, self.paused - 1)
+
+    def _kernel(self, fn: Any) -> None:
+        """The module-level values a kernel's body reads, so the replay's copy of it reads the same."""
+        name = getattr(fn, "__name__", "?")
+        if name in self.kernels or fn is None:
+            return
+        entry: dict[str, Any] = {}
+        self.kernels[name] = entry
+        scope = getattr(fn, "__globals__", {})
+        for ref in getattr(getattr(fn, "__code__", None), "co_names", ()):
+            if ref not in scope:
+                continue
+            desc = self._global(scope[ref])
+            if desc is not None:
+                entry[ref] = desc
+
+    def _global(self, value: Any) -> dict[str, Any] | None:
+        if isinstance(value, types.ModuleType):
+            return {"module": value.__name__} if value.__name__.startswith(TRITON_MODULES) else None
+        inner = getattr(value, "fn", None)
+        if inner is not None and hasattr(inner, "__globals__") and hasattr(value, "run"):  # another @jit function
+            self._kernel(inner)
+            return {"kernel": inner.__name__}
+        if type(value).__name__ == "constexpr" and hasattr(value, "value"):
+            plain = value.value
+            return {"constexpr": _scalar(plain)} if plain is None or isinstance(plain, (bool, int, float, str)) else None
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return {"value": _scalar(value)}
+        module = getattr(value, "__module__", None) or ""
+        qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if module.startswith(TRITON_MODULES) and isinstance(qualname, str):  # tl.float32, libdevice.exp...
+            return {"attr": [module, qualname]}
+        if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):  # DTYPE = tl.float16
+            return {"tl_dtype": str(value.name)}
+        return None
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self, result: Any) -> None:
+        """Describe the output, then let go of every tensor but the constants: the inputs are the referee's
+        memory, lent, and a large task's intermediates would stay on the device until the replay."""
+        if self.problem is None:
+            try:
+                self.output = self.arg(result)
+            except Unreplayable as exc:
+                self.problem = f"an output of type {exc}"
+        self.alive, self.slots = [], {}
+
+    def program(self) -> dict[str, Any]:
+        """The JSON half of what the replay needs (the constants travel as tensors beside it)."""
+        return {"inputs": self.inputs, "constants": self.constant_slots, "steps": self.steps,
+                "kernels": self.kernels, "output": self.output}
+
+
+__all__ = ["MAX_STEPS", "Unreplayable", "WorkTrace"]

@@ -1,0 +1,143 @@
+"""Recording a forward call (work_trace.py) and replaying it from the source alone (replay.py), in-process.
+
+The judge does both in separate sandboxed processes (tests/redteam/test_token_kernel.py drives that path);
+here the two halves run side by side under the CPU interpreter so each rule shows on its own.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from adaexplore_mcp.judge import launches
+from adaexplore_mcp.judge.replay import ReplayError, Run, build_kernels
+from adaexplore_mcp.judge.work_trace import WorkTrace
+from adaexplore_mcp.tasks.format import import_file
+
+SOURCE = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    SLOPE = tl.constexpr(0.0)
+    LIMIT = 1e30
+
+
+    @triton.jit
+    def _relu(v, slope):
+        return tl.where(v > 0, v, v * slope)
+
+
+    @triton.heuristics({"BLOCK": lambda args: 64 if args["n"] < 4096 else 128})
+    @triton.jit
+    def bias_relu_kernel(h_ptr, b_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        v = tl.load(h_ptr + offs, mask=mask) + tl.load(b_ptr + offs % cols, mask=mask)
+        tl.store(y_ptr + offs, tl.minimum(_relu(v, SLOPE), LIMIT), mask=mask)
+
+
+    class ModelNew(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            h = x @ self.lin.weight.t()  # a library call: allowed, replayed as aten::mm
+            y = torch.empty_like(h)
+            n = h.numel()
+            bias_relu_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](h, self.lin.bias, y, n, h.shape[1])
+            return y
+''')
+
+
+def load(tmp_path: Path, source: str, name: str = "cand_replay_test"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return import_file(name, path)
+
+
+def record(module, model, x) -> tuple[WorkTrace, torch.Tensor]:
+    trace = WorkTrace([x])
+    launches.install()
+    launches.begin(module.__name__, recorder=trace.before, after=trace.after)
+    try:
+        with torch.no_grad(), trace:
+            out = model(x)
+    finally:
+        launches.end()
+    trace.finish(out)
+    return trace, out
+
+
+def replay(tmp_path: Path, source: str, trace: WorkTrace, x: torch.Tensor, skip: bool = False) -> tuple[Run, object]:
+    program = trace.program()
+    kernels = build_kernels(source, program["kernels"], "cand_replay_test", tmp_path)
+    run = Run(program, kernels, "cpu", skip=skip)
+    return run, run.execute([x], list(trace.constants))
+
+
+def test_a_program_replays_on_new_inputs_and_skipping_its_launches_breaks_it(tmp_path: Path) -> None:
+    module = load(tmp_path, SOURCE)
+    torch.manual_seed(0)
+    model = module.ModelNew()
+    x = torch.randn(4, 16)
+    trace, _ = record(module, model, x)
+    steps = trace.program()["steps"]
+    assert [s["launch"] for s in steps if "launch" in s] == ["bias_relu_kernel"]
+    assert "aten::mm" in {s.get("op") for s in steps}
+    assert set(trace.program()["kernels"]) == {"bias_relu_kernel", "_relu"}  # the helper it calls comes along
+    fresh = torch.randn(4, 16)
+    with torch.no_grad():
+        expected = model(fresh)
+    _, got = replay(tmp_path, SOURCE, trace, fresh)
+    torch.testing.assert_close(got, expected)
+    _, skipped = replay(tmp_path, SOURCE, trace, fresh, skip=True)
+    assert torch.isnan(skipped).all()  # torch.empty is NaN in the replay: nothing plausible is left behind
+
+
+def test_a_host_read_that_depends_on_the_inputs_is_noticed(tmp_path: Path) -> None:
+    source = SOURCE.replace("        return y\n", "        return y if float(x.sum()) > -1e9 else None\n")
+    assert source != SOURCE
+    module = load(tmp_path, source)
+    model = module.ModelNew()
+    x = torch.randn(4, 16)
+    trace, _ = record(module, model, x)
+    run, _ = replay(tmp_path, source, trace, x)
+    assert run.host_differs is None  # same inputs: the same value comes back
+    run, _ = replay(tmp_path, source, trace, x + 1)
+    assert run.host_differs is not None and "_local_scalar_dense" in run.host_differs
+
+
+def test_kernels_are_rebuilt_from_top_level_defs_whose_signatures_compute_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ReplayError, match="signature computes"):
+        build_kernels("import triton\n\ndef k(x, n=__import__('os').getpid()):\n    pass\n", {"k": {}}, "m", tmp_path)
+    with pytest.raises(ReplayError, match="top level"):
+        build_kernels("def outer():\n    def k(x):\n        pass\n", {"k": {}}, "m", tmp_path)
+
+
+def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> None:
+    program = {"inputs": [], "constants": [], "kernels": {}, "output": None,
+               "steps": [{"op": "os::system", "args": {"l": ["true"]}, "kwargs": {}, "out": {"v": 0}}]}
+    with pytest.raises(ReplayError, match="only ATen"):
+        Run(program, {}, "cpu", skip=False).execute([], [])
+    with pytest.raises(ReplayError, match="only Triton's modules"):
+        build_kernels("def k(x):\n    pass\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
+
+
+def test_a_tensor_made_before_the_call_is_a_constant_and_odd_arguments_are_named(tmp_path: Path) -> None:
+    module = load(tmp_path, SOURCE)
+    model = module.ModelNew()
+    trace, _ = record(module, model, torch.randn(2, 16))
+    assert len(trace.constants) == 2  # the weight (through .t()) and the bias (passed to the kernel)
+    odd = WorkTrace([])
+    with odd:
+        torch.ones(2).add(1, alpha=2)
+    assert odd.problem is None
+    odd.before(types.SimpleNamespace(fn=test_only_aten_operators_and_triton_modules_are_replayed), (object(),),
+               {"grid": (1,)})
+    assert odd.problem is not None and "object" in odd.problem
