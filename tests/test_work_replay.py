@@ -141,3 +141,17 @@ def test_a_tensor_made_before_the_call_is_a_constant_and_odd_arguments_are_named
     odd.before(types.SimpleNamespace(fn=test_only_aten_operators_and_triton_modules_are_replayed), (object(),),
                {"grid": (1,)})
     assert odd.problem is not None and "object" in odd.problem
+
+
+def test_a_tensor_descriptor_argument_is_rebuilt_around_the_replays_tensor() -> None:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.randn(8, 16)
+    trace = WorkTrace([x])
+    desc = trace.arg(TensorDescriptor(x, list(x.shape), list(x.stride()), [4, 16]))
+    assert desc["triton_obj"] == ["triton.tools.tensor_descriptor", "TensorDescriptor"]
+    run = Run({}, {}, "cpu", skip=False)
+    fresh = torch.randn(8, 16)
+    run.vals[0] = fresh
+    rebuilt = run.value(desc)
+    assert isinstance(rebuilt, TensorDescriptor) and rebuilt.base is fresh and list(rebuilt.block_shape) == [4, 16]

@@ -27,11 +27,17 @@ def _wrap(cls: type) -> None:
         return
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_state, "inside", False):  # wrapped twice (another hook installed between): one launch, seen once
+            return original(self, *args, **kwargs)
         watched = getattr(_state, "module", None)
         mine = watched is not None and not kwargs.get("warmup", False) and _kernel_of(self)[0] == watched
-        if mine and getattr(_state, "recorder", None) is not None:
-            _state.recorder(self, args, kwargs)
-        result = original(self, *args, **kwargs)
+        _state.inside = True
+        try:
+            if mine and getattr(_state, "recorder", None) is not None:
+                _state.recorder(self, args, kwargs)
+            result = original(self, *args, **kwargs)
+        finally:
+            _state.inside = False
         if mine and _kernel_of(self)[1] not in _state.names:
             _state.names.append(_kernel_of(self)[1])
         if mine and getattr(_state, "after", None) is not None:

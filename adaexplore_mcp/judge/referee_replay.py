@@ -61,9 +61,12 @@ def check_work(ev: Any, recorded: Recorded) -> bool:
 
     (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
     lent = wire.pack([list(inputs), recorded.constants])
+    ev.mark("replay_inputs")
     replayer = ev.referee.candidate_runner(ev.deadline)
+    ev.mark("replay_runner")
     try:
         theirs = _replay(ev, replayer, recorded.program, lent, ref_out)
+        ev.mark("replay_run")
         if not theirs:
             _no_speedup(out)
         return theirs
@@ -73,6 +76,7 @@ def check_work(ev: Any, recorded: Recorded) -> bool:
                              f"candidate's kernels on new inputs ({str(exc)[:200]})")
     finally:
         replayer.kill()
+        ev.mark("replay_kill")
         del lent
         ev.release(candidate=ev.cand.alive)  # on a GPU the candidate's runner was killed after its timing
 
@@ -82,6 +86,7 @@ def _replay(ev: Any, replayer: Any, program: dict, lent: list, ref_out: Any) -> 
     names, files = ev.referee.kernel_files(ev.module)
     prep, _ = replayer.call({"op": "replay_prepare", "source": ev.req["cand_source"], "module": ev.module,
                              "program": program, "kernel_files": names}, files, ev.deadline)
+    ev.mark("replay_prepare")
     if prep.get("replay_error") or not prep.get("ok"):
         return _unreplayable(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"))
     buffers: list[Any] = []

@@ -76,6 +76,9 @@ def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: P
                               "of the candidate's source; define every @triton.jit kernel at module level")
         _check_signature(node)
         kept[node.lineno - 1:node.end_lineno] = lines[node.lineno - 1:node.end_lineno]
+        if node.decorator_list:  # the key counts from the first decorator's line: a no-op one stands there
+            first = node.decorator_list[0].lineno - 1
+            kept[first] = lines[first][:len(lines[first]) - len(lines[first].lstrip())] + "@_replay_as_is"
     path = tmp / f"{module_name}_replay.py"
     path.write_text("\n".join(kept) + "\n")
     import triton
@@ -83,7 +86,7 @@ def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: P
 
     module = types.ModuleType(f"{module_name}_replay")
     module.__file__ = str(path)
-    module.__dict__.update(triton=triton, tl=tl)
+    module.__dict__.update(triton=triton, tl=tl, _replay_as_is=lambda fn: fn)
     sys.modules[module.__name__] = module
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - only checked defs
     for name in kernels:
@@ -173,6 +176,9 @@ class Run:
                 return torch.device(self.device if d["device"] in ("cuda", "cpu") else "cpu")
             if "enum" in d:
                 return getattr(torch, str(d["enum"]))
+            if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor
+                cls = _global({"attr": list(d["triton_obj"])[:2]}, None)
+                return cls(**{str(k): self.value(v) for k, v in (d.get("fields") or {}).items()})
             raise ReplayError(f"bad argument in the program: {str(d)[:60]}")
         return d
 
@@ -203,6 +209,8 @@ class Run:
             for i, step in enumerate(self.program.get("steps") or []):
                 if "op" in step:
                     self._aten(step, i)
+                elif "alias" in step:
+                    self._alias(step)
                 elif not self.skip:
                     self._launch(step)
         return self.value(self.program.get("output"))
@@ -215,6 +223,18 @@ class Run:
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
             _fill(got)
         self.bind(step.get("out"), got, where)
+
+    def _alias(self, step: dict) -> None:
+        """A tensor the call made over another's memory without an operator (`.data`, `as_subclass`)."""
+        base = self.value({"t": step.get("alias")})
+        dtype = getattr(torch, str(step.get("dtype")), None)
+        size, stride, offset = step.get("size"), step.get("stride"), step.get("offset")
+        ints = [*(size or []), *(stride or []), offset]
+        if not isinstance(dtype, torch.dtype) or not all(type(v) is int and v >= 0 for v in ints) or \
+                len(size or []) != len(stride or []) or len(size or []) > 16:
+            raise ReplayError(f"a bad alias in the program: {str(step)[:80]}")
+        view = torch.empty(0, dtype=dtype, device=base.device)
+        self.vals[step.get("slot")] = view.set_(base.untyped_storage(), offset, size, stride)
 
     def _launch(self, step: dict) -> None:
         name = str(step.get("launch"))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import json
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
 from .replay import ReplayOps
 from .runner_timing import TimingOps
-from .work_trace import MAX_PROGRAM_BYTES, WorkTrace
+from .work_trace import ProgramOps, WorkTrace
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
 MAX_FROM_REFEREE = 1 << 34
@@ -48,7 +47,7 @@ class Stop(Exception):
     """The referee said goodbye (or went away)."""
 
 
-class Runner(TimingOps, ReplayOps):
+class Runner(TimingOps, ReplayOps, ProgramOps):
     def __init__(self, conn: Connection, device: str, tmp: Path) -> None:
         self.conn, self.device, self.tmp = conn, device, tmp
         self.module: Any = None
@@ -328,20 +327,6 @@ class Runner(TimingOps, ReplayOps):
             elif self.frontend.unavailable is not None:
                 reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
         return result, reply
-
-    def op_program(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """The last recorded trial as a program, its constants as tensors (kept until `release`)."""
-        trace = self.work_trace
-        if trace is None:
-            return {"unreplayable": "no trial was recorded"}
-        program = trace.program()
-        if trace.problem is None and len(json.dumps(program)) > MAX_PROGRAM_BYTES:
-            trace.problem = f"the recorded call is over {MAX_PROGRAM_BYTES >> 20} MiB as a program"
-        if trace.problem is not None:
-            return {"unreplayable": trace.problem[:300]}
-        packs: list[Any] = []
-        self.kept["program"] = (trace.constants, packs)
-        return {"program": program, "constants": wire.encode_value(list(trace.constants), out, packs)}
 
     def op_profile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """GPU: device time by kernel name of `runs` calls under torch.profiler (evidence, reported as-is);

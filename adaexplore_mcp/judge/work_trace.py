@@ -24,6 +24,8 @@ with the candidate's kernels, whatever the candidate reports.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import types
 from typing import Any
@@ -46,6 +48,10 @@ def _scalar(v: Any) -> Any:
     return v
 
 
+def _storage_key(t: torch.Tensor) -> tuple:
+    return (t.device.type, t.untyped_storage().data_ptr())
+
+
 class WorkTrace(TorchDispatchMode):
     """One forward call. Use as a context manager around it, pass `before`/`after` to the launch hook,
     then `finish(result)`; `program` and `constants` are what `op_program` sends."""
@@ -53,6 +59,7 @@ class WorkTrace(TorchDispatchMode):
     def __init__(self, inputs: list[Any]) -> None:
         super().__init__()
         self.slots: dict[int, int] = {}
+        self.storages: dict[tuple, int] = {}  # a live slot's storage -> that slot (aliases made outside dispatch)
         self.alive: list[torch.Tensor] = []  # ids stay unique while the trace holds the tensors
         self.constants: list[torch.Tensor] = []
         self.constant_slots: list[int] = []
@@ -68,12 +75,20 @@ class WorkTrace(TorchDispatchMode):
         slot = len(self.alive)
         self.slots[id(t)] = slot
         self.alive.append(t)
+        if t.untyped_storage().nbytes():
+            self.storages.setdefault(_storage_key(t), slot)
         return slot
 
     def _slot(self, t: torch.Tensor) -> int:
         slot = self.slots.get(id(t))
-        if slot is None:  # made before the call: a parameter, a buffer, an attribute cached earlier
-            slot = self._new(t)
+        if slot is not None:
+            return slot
+        base = self.storages.get(_storage_key(t)) if t.untyped_storage().nbytes() else None
+        slot = self._new(t)
+        if base is not None:  # a view made without an operator (`.data`, `as_subclass`): the same memory
+            self._step({"alias": base, "slot": slot, "dtype": str(t.dtype).removeprefix("torch."),
+                        "size": list(t.shape), "stride": list(t.stride()), "offset": t.storage_offset()})
+        else:  # made before the call: a parameter, a buffer, an attribute cached earlier
             self.constants.append(t.detach())
             self.constant_slots.append(slot)
         return slot
@@ -98,6 +113,9 @@ class WorkTrace(TorchDispatchMode):
             return self.arg(v.value)
         if hasattr(v, "item") and type(v).__module__ == "numpy":
             return self.arg(v.item())
+        if dataclasses.is_dataclass(v) and type(v).__module__.startswith("triton"):  # a TMA TensorDescriptor
+            return {"triton_obj": [type(v).__module__, type(v).__qualname__],
+                    "fields": {f.name: self.arg(getattr(v, f.name)) for f in dataclasses.fields(v)}}
         raise Unreplayable(f"an argument of type {type(v).__name__}")
 
     def result(self, v: Any) -> Any:
@@ -207,7 +225,7 @@ class WorkTrace(TorchDispatchMode):
                 self.output = self.arg(result)
             except Unreplayable as exc:
                 self.problem = f"an output of type {exc}"
-        self.alive, self.slots = [], {}
+        self.alive, self.slots, self.storages = [], {}, {}
 
     def program(self) -> dict[str, Any]:
         """The JSON half of what the replay needs (the constants travel as tensors beside it)."""
@@ -215,4 +233,27 @@ class WorkTrace(TorchDispatchMode):
                 "kernels": self.kernels, "output": self.output}
 
 
-__all__ = ["MAX_STEPS", "Unreplayable", "WorkTrace"]
+class ProgramOps:
+    """The runner's `program` op (mixed into `runner.Runner`, which sets `work_trace` after each recorded trial)."""
+
+    work_trace: WorkTrace | None
+    kept: dict[str, Any]
+
+    def op_program(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """The last recorded trial as a program, its constants as tensors (kept until `release`)."""
+        from . import wire
+
+        trace = self.work_trace
+        if trace is None:
+            return {"unreplayable": "no trial was recorded"}
+        program = trace.program()
+        if trace.problem is None and len(json.dumps(program)) > MAX_PROGRAM_BYTES:
+            trace.problem = f"the recorded call is over {MAX_PROGRAM_BYTES >> 20} MiB as a program"
+        if trace.problem is not None:
+            return {"unreplayable": trace.problem[:300]}
+        packs: list[Any] = []
+        self.kept["program"] = (trace.constants, packs)
+        return {"program": program, "constants": wire.encode_value(list(trace.constants), out, packs)}
+
+
+__all__ = ["MAX_PROGRAM_BYTES", "MAX_STEPS", "ProgramOps", "Unreplayable", "WorkTrace"]

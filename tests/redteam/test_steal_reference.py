@@ -2,9 +2,9 @@
 
 The reference runs in another sandboxed process, the data dir is an empty tmpfs in the candidate's
 sandbox and the candidate has a private /tmp: there is nothing to copy. Each attacker below makes a
-token Triton launch and returns NaN when its kernels are skipped (so that, were the theft to work, it
-would also survive the dependence check): the only thing standing between it and `passed` is the
-theft itself. Expected: never passed.
+token Triton launch and returns what it stole. A theft that worked would still be stopped by the replay
+(its kernels do not compute the result: the positive control shows exactly that), so these tests are
+about the first layer: the theft itself fails. Expected: never passed.
 """
 
 from __future__ import annotations
@@ -182,7 +182,8 @@ def test_the_reference_source_cannot_be_read_from_the_data_dir(judge: Judge) -> 
 
 
 def test_control_without_the_sandbox_the_data_dir_theft_works() -> None:
-    """Positive control: the thief above is a working attack; only the sandbox stops it."""
+    """Positive control: the thief above is a working attack without the sandbox: its stolen outputs match the
+    reference in every trial, and only the replay (the work is not its kernels') stops it then."""
     import dataclasses
     import shutil
 
@@ -192,6 +193,6 @@ def test_control_without_the_sandbox_the_data_dir_theft_works() -> None:
         _store_with_the_task(settings.home)
         with Judge(settings) as unsandboxed:
             ev = evaluate(unsandboxed, thief(f"steal_from_data_dir(x, {str(settings.home)!r})"))
-        assert ev.verdict == Verdict.passed, summary(ev)
+        assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
     finally:
         shutil.rmtree(root, ignore_errors=True)
