@@ -284,7 +284,8 @@ class Evaluation(BaseModel):
                                                   "each runner request as [calls, round-trip ms, ms inside the "
                                                   "runner], for latency work")
     work: dict[str, Any] | None = Field(default=None, description="where the GPU time went: the share spent in the "
-                                        "candidate's own Triton kernels, and the other kernels by name")
+                                        "candidate's own Triton kernels, and the other kernels by name; `replay`: "
+                                        "what the replayed call ran (launches, kernels, library operators)")
 
     @property
     def correct(self) -> bool:

@@ -173,7 +173,7 @@ class Run:
             if "dtype" in d:
                 return getattr(torch, str(d["dtype"]))
             if "device" in d:
-                return torch.device(self.device if d["device"] in ("cuda", "cpu") else "cpu")
+                return torch.device("cpu" if d["device"] == "cpu" else self.device)
             if "enum" in d:
                 return getattr(torch, str(d["enum"]))
             if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor
@@ -233,6 +233,10 @@ class Run:
         if not isinstance(dtype, torch.dtype) or not all(type(v) is int and v >= 0 for v in ints) or \
                 len(size or []) != len(stride or []) or len(size or []) > 16:
             raise ReplayError(f"a bad alias in the program: {str(step)[:80]}")
+        item = torch.empty((), dtype=dtype).element_size()
+        needed = (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * item if math.prod(size) else 0
+        if needed > base.untyped_storage().nbytes():
+            raise ReplayError(f"an alias in the program reaches past its tensor's memory ({needed} bytes)")
         view = torch.empty(0, dtype=dtype, device=base.device)
         self.vals[step.get("slot")] = view.set_(base.untyped_storage(), offset, size, stride)
 

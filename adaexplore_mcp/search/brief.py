@@ -45,7 +45,8 @@ MODELNEW_CONTRACT = (
     "same __init__ and forward signatures and outputs. The judge builds both under the same seed (create "
     "parameters and buffers in the same order and shapes as Model; if that mismatches, it retries with Model's "
     "weights copied in by name) and leaves them in the mode their constructors set. The work must be done by "
-    "Triton kernels (@triton.jit) that forward launches. Keep the task's precision (no fp16/bf16/TF32 shortcuts "
+    "Triton kernels (@triton.jit, defined at module level) that forward launches; the judge replays the call "
+    "on other inputs, so pass input-dependent values to kernels as tensors, not through .item(). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
     "on a float32 task)."
 )
 SMALL_INSTRUCTIONS = (
