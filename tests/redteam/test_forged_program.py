@@ -18,6 +18,10 @@ from tests.test_judge_cases import candidate
 
 # What the patched WorkTrace.program returns (a Python expression over `self`, the real trace).
 FORGERIES = {
+    # an honest-looking record: one launch of a real kernel of the source, which computes nothing
+    "honest_looking_launch": ("{'inputs': self.inputs, 'constants': [], 'kernels': {'noop_kernel': {}}, "
+                              "'output': {'t': self.inputs[0]}, 'steps': [{'launch': 'noop_kernel', "
+                              "'args': {'l': [{'t': self.inputs[0]}]}, 'kwargs': {}, 'grid': [1]}]}"),
     "steps_not_a_list": "{'inputs': self.inputs, 'constants': [], 'kernels': {}, 'output': None, 'steps': 7}",
     "operator_outside_aten": ("{'inputs': self.inputs, 'constants': [], 'kernels': {}, 'output': {'t': self.inputs[0]}, "
                               "'steps': [{'op': 'os::system', 'args': {'l': ['true']}, 'kwargs': {}, 'out': {'v': 0}}]}"),

@@ -29,6 +29,12 @@ DETECTORS = {
 }
 
 
+def assert_rejected(judge: Judge, source: str, check: str) -> None:
+    ev = evaluate(judge, source)
+    canary(judge)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == check, summary(ev)
+
+
 def test_a_noop_launch_next_to_pytorch_is_rejected(judge: Judge) -> None:
     ev = evaluate(judge, candidate("        token(x)\n        return x * 2 + 1", extra=TOKEN_KERNELS))
     canary(judge)
@@ -76,9 +82,7 @@ def test_a_kernel_that_only_copies_a_pytorch_result(judge: Judge) -> None:
 @pytest.mark.parametrize("detector", list(DETECTORS), ids=list(DETECTORS))
 def test_a_candidate_that_detects_the_dependence_run(judge: Judge, detector: str) -> None:
     body = f"        token(x)\n        if {DETECTORS[detector]}:\n            return {NAN}\n        return x * 2 + 1"
-    ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
-    canary(judge)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+    assert_rejected(judge, candidate(body, extra=TOKEN_KERNELS), "work_not_in_candidate_kernels")
 
 
 def test_no_triton_at_all_with_a_forged_launch_list(judge: Judge) -> None:
@@ -87,23 +91,7 @@ def test_no_triton_at_all_with_a_forged_launch_list(judge: Judge) -> None:
             "        skipped = getattr(launches._state, 'suppress', False)\n"
             "        launches.end = lambda: ['affine_kernel']\n"
             f"        return {NAN} if skipped else x * 2 + 1")
-    ev = evaluate(judge, candidate(body))
-    canary(judge)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
-
-
-def test_a_forged_program_still_has_to_compute_the_result(judge: Judge) -> None:
-    """The candidate patches its trace to report a program with an honest-looking launch: the replay runs it on
-    new inputs, where the forged launch does not compute the result."""
-    body = ("        from adaexplore_mcp.judge import work_trace\n"
-            "        token(x)\n"
-            "        work_trace.WorkTrace.program = lambda self: {'inputs': self.inputs, 'constants': [], "
-            "'kernels': {'noop_kernel': {}}, 'output': {'t': self.inputs[0]}, "
-            "'steps': [{'launch': 'noop_kernel', 'args': {'l': [{'t': self.inputs[0]}]}, 'kwargs': {}, 'grid': [1]}]}\n"
-            "        return x * 2 + 1")
-    ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
-    canary(judge)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", summary(ev)
+    assert_rejected(judge, candidate(body), "work_not_in_candidate_kernels")
 
 
 def test_a_cached_answer_passed_as_a_constant_fails_on_new_inputs(judge: Judge) -> None:
@@ -113,6 +101,4 @@ def test_a_cached_answer_passed_as_a_constant_fails_on_new_inputs(judge: Judge) 
             "        with _disable_current_modes():\n"
             "            y = (x * 2 + 1).clone()\n"
             "        return kernel_copy(y)")
-    ev = evaluate(judge, candidate(body, extra=TOKEN_KERNELS))
-    canary(judge)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", summary(ev)
+    assert_rejected(judge, candidate(body, extra=TOKEN_KERNELS), "work_not_replayable")
