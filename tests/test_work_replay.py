@@ -116,6 +116,8 @@ def test_a_host_read_that_depends_on_the_inputs_is_noticed(tmp_path: Path) -> No
 def test_kernels_are_rebuilt_from_top_level_defs_whose_signatures_compute_nothing(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="signature computes"):
         build_kernels("import triton\n\ndef k(x, n=__import__('os').getpid()):\n    pass\n", {"k": {}}, "m", tmp_path)
+    kernel = build_kernels("def k(x, B=BLOCK):\n    pass\n", {"k": {"BLOCK": {"value": 64}}}, "m", tmp_path)["k"]
+    assert kernel.fn.__defaults__ == (64,)  # a default may read a module-level value: installed before the def
     with pytest.raises(ReplayError, match="top level"):
         build_kernels("def outer():\n    def k(x):\n        pass\n", {"k": {}}, "m", tmp_path)
 
@@ -126,7 +128,11 @@ def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> 
     with pytest.raises(ReplayError, match="only ATen"):
         Run(program, {}, "cpu", skip=False).execute([], [])
     with pytest.raises(ReplayError, match="only Triton's modules"):
-        build_kernels("def k(x):\n    pass\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
+        build_kernels("def k(x):\n    os.getpid()\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
+    # a name the body does not read (an attribute's, `tl.load` lists `load`) is not installed, nor refused
+    build_kernels("def k(x):\n    x.load()\n", {"k": {"load": {"unsupported": "function"}}}, "m", tmp_path)
+    with pytest.raises(ReplayError, match="reads the module-level name 'helper', a function"):
+        build_kernels("def k(x):\n    helper(x)\n", {"k": {"helper": {"unsupported": "function"}}}, "m", tmp_path)
 
 
 def test_a_tensor_made_before_the_call_is_a_constant_and_odd_arguments_are_named(tmp_path: Path) -> None:

@@ -88,16 +88,46 @@ def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: P
     module.__file__ = str(path)
     module.__dict__.update(triton=triton, tl=tl, _replay_as_is=lambda fn: fn)
     sys.modules[module.__name__] = module
+    later = _install_globals(kernels, defs, module)  # before the defs run: a default may read one
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - only checked defs
     for name in kernels:
         setattr(module, name, triton.jit(getattr(module, name)))
-    for entry in kernels.values():
-        for ref, desc in (entry or {}).items():
-            setattr(module, ref, _global(desc, module))
+    for ref, target in later:  # other @jit functions, once they exist
+        setattr(module, ref, getattr(module, target))
     return {name: getattr(module, name) for name in kernels}
 
 
-def _global(desc: Any, module: Any) -> Any:
+def _install_globals(kernels: dict[str, Any], defs: dict[str, ast.FunctionDef], module: Any) -> list[tuple[str, str]]:
+    """Each module-level value a kernel really reads; returns the references to other kernels, for later."""
+    later = []
+    for name, entry in kernels.items():
+        reads = _global_reads(defs[name])
+        for ref, desc in (entry or {}).items():
+            if ref not in reads:  # an attribute's name (`tl.load` lists `load`), or shadowed by a local
+                continue
+            if isinstance(desc, dict) and "unsupported" in desc:
+                raise ReplayError(f"kernel {name} reads the module-level name {ref!r}, a "
+                                  f"{str(desc['unsupported'])[:60]}, which the replay cannot rebuild; a kernel may "
+                                  "read numbers, tl.constexpr values, Triton's modules and other @triton.jit functions")
+            if isinstance(desc, dict) and "kernel" in desc:
+                if str(desc["kernel"]) not in kernels:
+                    raise ReplayError(f"kernel {name} calls {str(desc['kernel'])[:60]!r}, which the program does not list")
+                later.append((ref, str(desc["kernel"])))
+            else:
+                setattr(module, ref, _global(desc))
+    return later
+
+
+def _global_reads(node: ast.FunctionDef) -> set[str]:
+    """Names a kernel's body reads that are not its own (arguments or assigned names)."""
+    args = node.args
+    local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return reads - local
+
+
+def _global(desc: Any) -> Any:
     import triton.language as tl
 
     if not isinstance(desc, dict) or len(desc) != 1:
@@ -109,8 +139,6 @@ def _global(desc: Any, module: Any) -> Any:
         return tl.constexpr(_scalar(value))
     if kind == "tl_dtype":
         return tl.dtype(str(value))
-    if kind == "kernel":
-        return getattr(module, str(value))
     if kind in ("module", "attr"):
         name = str(value if kind == "module" else value[0])
         if not name.startswith(TRITON_MODULES):
@@ -177,7 +205,7 @@ class Run:
             if "enum" in d:
                 return getattr(torch, str(d["enum"]))
             if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor
-                cls = _global({"attr": list(d["triton_obj"])[:2]}, None)
+                cls = _global({"attr": list(d["triton_obj"])[:2]})
                 return cls(**{str(k): self.value(v) for k, v in (d.get("fields") or {}).items()})
             raise ReplayError(f"bad argument in the program: {str(d)[:60]}")
         return d

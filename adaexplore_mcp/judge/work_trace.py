@@ -192,20 +192,23 @@ class WorkTrace(TorchDispatchMode):
         for ref in getattr(getattr(fn, "__code__", None), "co_names", ()):
             if ref not in scope:
                 continue
-            desc = self._global(scope[ref])
-            if desc is not None:
-                entry[ref] = desc
+            entry[ref] = self._global(scope[ref])
 
-    def _global(self, value: Any) -> dict[str, Any] | None:
+    def _global(self, value: Any) -> dict[str, Any]:
+        """How the replay rebuilds one module-level value a kernel may read; what it cannot rebuild is named,
+        and the replay says so only if the kernel's body really reads that name."""
         if isinstance(value, types.ModuleType):
-            return {"module": value.__name__} if value.__name__.startswith(TRITON_MODULES) else None
+            if value.__name__.startswith(TRITON_MODULES):
+                return {"module": value.__name__}
+            return {"unsupported": f"module {value.__name__}"}
         inner = getattr(value, "fn", None)
         if inner is not None and hasattr(inner, "__globals__") and hasattr(value, "run"):  # another @jit function
             self._kernel(inner)
             return {"kernel": inner.__name__}
         if type(value).__name__ == "constexpr" and hasattr(value, "value"):
             plain = value.value
-            return {"constexpr": _scalar(plain)} if plain is None or isinstance(plain, (bool, int, float, str)) else None
+            if plain is None or isinstance(plain, (bool, int, float, str)):
+                return {"constexpr": _scalar(plain)}
         if value is None or isinstance(value, (bool, int, float, str)):
             return {"value": _scalar(value)}
         module = getattr(value, "__module__", None) or ""
@@ -214,7 +217,7 @@ class WorkTrace(TorchDispatchMode):
             return {"attr": [module, qualname]}
         if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):  # DTYPE = tl.float16
             return {"tl_dtype": str(value.name)}
-        return None
+        return {"unsupported": type(value).__name__}
 
     # -- the end -------------------------------------------------------------------------------------
     def finish(self, result: Any) -> None:

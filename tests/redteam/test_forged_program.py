@@ -25,8 +25,8 @@ FORGERIES = {
     "steps_not_a_list": "{'inputs': self.inputs, 'constants': [], 'kernels': {}, 'output': None, 'steps': 7}",
     "operator_outside_aten": ("{'inputs': self.inputs, 'constants': [], 'kernels': {}, 'output': {'t': self.inputs[0]}, "
                               "'steps': [{'op': 'os::system', 'args': {'l': ['true']}, 'kwargs': {}, 'out': {'v': 0}}]}"),
-    "kernel_reads_os": ("{**self_program(self), 'kernels': {k: {'os': {'module': 'os'}} "
-                        "for k in self_program(self)['kernels']}}"),
+    "kernel_reads_os_as_tl": ("{**self_program(self), 'kernels': {k: {'tl': {'module': 'os'}} "
+                              "for k in self_program(self)['kernels']}}"),
     "slot_that_does_not_exist": "{**self_program(self), 'output': {'t': 10 ** 6}}",
     "kernel_not_in_the_source": ("{**self_program(self), 'kernels': {'ghost_kernel': {}}, 'steps': "
                                  "[{'launch': 'ghost_kernel', 'args': {'l': []}, 'kwargs': {}, 'grid': [1]}]}"),
