@@ -6,6 +6,7 @@ here the two halves run side by side under the CPU interpreter so each rule show
 
 from __future__ import annotations
 
+import ast
 import textwrap
 import types
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import launches
-from adaexplore_mcp.judge.replay import ReplayError, Run, build_kernels
+from adaexplore_mcp.judge.replay import ReplayError, Run, _jit_options, build_kernels
 from adaexplore_mcp.judge.work_trace import WorkTrace
 from adaexplore_mcp.tasks.format import import_file
 
@@ -118,6 +119,8 @@ def test_kernels_are_rebuilt_from_top_level_defs_whose_signatures_compute_nothin
         build_kernels("import triton\n\ndef k(x, n=__import__('os').getpid()):\n    pass\n", {"k": {}}, "m", tmp_path)
     kernel = build_kernels("def k(x, B=BLOCK):\n    pass\n", {"k": {"BLOCK": {"value": 64}}}, "m", tmp_path)["k"]
     assert kernel.fn.__defaults__ == (64,)  # a default may read a module-level value: installed before the def
+    node = ast.parse("@triton.jit(noinline=True, repr=lambda _: 'x')\ndef h(x):\n    pass\n").body[0]
+    assert _jit_options(node) == {"noinline": True}  # literal options are kept (they are in the cache key)
     with pytest.raises(ReplayError, match="top level"):
         build_kernels("def outer():\n    def k(x):\n        pass\n", {"k": {}}, "m", tmp_path)
 

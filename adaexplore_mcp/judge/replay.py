@@ -91,7 +91,7 @@ def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: P
     later = _install_globals(kernels, defs, module)  # before the defs run: a default may read one
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - only checked defs
     for name in kernels:
-        setattr(module, name, triton.jit(getattr(module, name)))
+        setattr(module, name, triton.jit(getattr(module, name), **_jit_options(defs[name])))
     for ref, target in later:  # other @jit functions, once they exist
         setattr(module, ref, getattr(module, target))
     return {name: getattr(module, name) for name in kernels}
@@ -116,6 +116,26 @@ def _install_globals(kernels: dict[str, Any], defs: dict[str, ast.FunctionDef], 
             else:
                 setattr(module, ref, _global(desc))
     return later
+
+
+JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
+
+
+def _jit_options(node: ast.FunctionDef) -> dict[str, Any]:
+    """The literal options of its `@triton.jit(...)` (`noinline`, `do_not_specialize`...): they change what is
+    compiled, and so the cache key. Anything but a literal (a `repr` callable) is left out."""
+    for dec in node.decorator_list:
+        func = dec.func if isinstance(dec, ast.Call) else None
+        if getattr(func, "attr", None) == "jit" or getattr(func, "id", None) == "jit":
+            options = {}
+            for kw in dec.keywords:  # type: ignore[union-attr]
+                if kw.arg in JIT_OPTIONS:
+                    try:
+                        options[kw.arg] = ast.literal_eval(kw.value)
+                    except ValueError:
+                        continue
+            return options
+    return {}
 
 
 def _global_reads(node: ast.FunctionDef) -> set[str]:
