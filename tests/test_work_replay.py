@@ -134,6 +134,9 @@ def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> 
         build_kernels("def k(x):\n    os.getpid()\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
     # a name the body does not read (an attribute's, `tl.load` lists `load`) is not installed, nor refused
     build_kernels("def k(x):\n    x.load()\n", {"k": {"load": {"unsupported": "function"}}}, "m", tmp_path)
+    # an autotuner's configs list is read by a decorator, which is dropped: not the kernel's read
+    build_kernels("import triton\n\n@triton.autotune(configs=CONFIGS, key=[])\n@triton.jit\ndef k(x):\n    pass\n",
+                  {"k": {"CONFIGS": {"unsupported": "list"}}}, "m3", tmp_path)
     with pytest.raises(ReplayError, match="reads the module-level name 'helper', a function"):
         build_kernels("def k(x):\n    helper(x)\n", {"k": {"helper": {"unsupported": "function"}}}, "m", tmp_path)
 

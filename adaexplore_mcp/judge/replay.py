@@ -139,12 +139,14 @@ def _jit_options(node: ast.FunctionDef) -> dict[str, Any]:
 
 
 def _global_reads(node: ast.FunctionDef) -> set[str]:
-    """Names a kernel's body reads that are not its own (arguments or assigned names)."""
+    """Names a kernel's body and signature read that are not its own (arguments or assigned names). Its
+    decorators are not walked: they are dropped (an autotuner's `configs=CONFIGS` is never evaluated here)."""
     args = node.args
     local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return reads - local
+    parts: list[ast.AST] = [*node.body, args] + ([node.returns] if node.returns is not None else [])
+    names = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)]
+    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
 
 
 def _global(desc: Any) -> Any:
