@@ -167,3 +167,36 @@ def test_a_tensor_descriptor_argument_is_rebuilt_around_the_replays_tensor() -> 
     run.vals[0] = fresh
     rebuilt = run.value(desc)
     assert isinstance(rebuilt, TensorDescriptor) and rebuilt.base is fresh and list(rebuilt.block_shape) == [4, 16]
+
+
+AUTOTUNED = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 128}, num_warps=8)]
+
+
+    @triton.autotune(
+        configs=CONFIGS,
+        key=["n"],
+    )
+    @triton.jit
+    def double_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+''')
+
+
+def test_an_autotuned_kernel_replays_with_the_config_its_launch_recorded(tmp_path: Path) -> None:
+    """What the launch hook sees of an autotuned kernel is the bare kernel with the chosen config's arguments;
+    the replay drops the decorators (the configs list is never evaluated) and launches with those."""
+    program = {"inputs": [0], "constants": [], "output": {"t": 1},
+               "kernels": {"double_kernel": {"CONFIGS": {"unsupported": "list"}, "tl": {"module": "triton.language"}}},
+               "steps": [{"op": "aten::empty_like", "args": {"l": [{"t": 0}]}, "kwargs": {}, "out": {"t": 1}},
+                         {"launch": "double_kernel", "args": {"l": [{"t": 0}, {"t": 1}, 300]},
+                          "kwargs": {"BLOCK": 128, "num_warps": 8, "num_stages": 3}, "grid": [3]}]}
+    kernels = build_kernels(AUTOTUNED, program["kernels"], "autotuned", tmp_path)
+    x = torch.randn(300)
+    got = Run(program, kernels, "cpu", skip=False).execute([x], [])
+    torch.testing.assert_close(got, x * 2)
