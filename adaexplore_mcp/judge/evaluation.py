@@ -235,8 +235,7 @@ class Evaluation:
             if out.done:
                 return
         self.progress(0.9, "checking the work is done by the candidate's kernels (a replay in another process)")
-        check_work(self, recorded)
-        self.mark("replay")
+        check_work(self, recorded)  # marks its own stages (replay_inputs ... replay_release)
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:

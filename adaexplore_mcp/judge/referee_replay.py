@@ -79,6 +79,7 @@ def check_work(ev: Any, recorded: Recorded) -> bool:
         ev.mark("replay_kill")
         del lent
         ev.release(candidate=ev.cand.alive)  # on a GPU the candidate's runner was killed after its timing
+        ev.mark("replay_release")
 
 
 def _replay(ev: Any, replayer: Any, program: dict, lent: list, ref_out: Any) -> bool:

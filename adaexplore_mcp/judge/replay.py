@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from .copy_trace import CopyTrace
-from .kernel_cache import write_tree
+from .wire import decode_float, span_bytes
 from .work_trace import TRITON_MODULES
 
 NAMESPACES = ("aten", "prims")
@@ -173,9 +173,15 @@ def _global(desc: Any) -> Any:
 
 
 def _scalar(v: Any) -> Any:
-    if isinstance(v, dict) and "f" in v:
-        return float(v["f"]) if v["f"] in ("nan", "inf", "-inf") else 0.0
-    return v
+    return decode_float(v) if isinstance(v, dict) and "float" in v else v
+
+
+def _torch_attr(name: Any, kind: type | tuple[type, ...]) -> Any:
+    """`torch.<name>` when it is a `kind` (a dtype, a memory format, a layout); else the program is bad."""
+    value = getattr(torch, str(name), None)
+    if not isinstance(value, kind):
+        raise ReplayError(f"the program names {str(name)[:40]!r} where a torch {getattr(kind, '__name__', 'enum')} goes")
+    return value
 
 
 # ================================================================================================ running
@@ -218,14 +224,14 @@ class Run:
             if "l" in d or "tu" in d:
                 items = [self.value(x) for x in d.get("l", d.get("tu")) or []]
                 return items if "l" in d else tuple(items)
-            if "f" in d:
+            if "float" in d:
                 return _scalar(d)
             if "dtype" in d:
-                return getattr(torch, str(d["dtype"]))
+                return _torch_attr(d["dtype"], torch.dtype)
             if "device" in d:
                 return torch.device("cpu" if d["device"] == "cpu" else self.device)
             if "enum" in d:
-                return getattr(torch, str(d["enum"]))
+                return _torch_attr(d["enum"], (torch.memory_format, torch.layout))
             if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor
                 cls = _global({"attr": list(d["triton_obj"])[:2]})
                 return cls(**{str(k): self.value(v) for k, v in (d.get("fields") or {}).items()})
@@ -277,14 +283,13 @@ class Run:
     def _alias(self, step: dict) -> None:
         """A tensor the call made over another's memory without an operator (`.data`, `as_subclass`)."""
         base = self.value({"t": step.get("alias")})
-        dtype = getattr(torch, str(step.get("dtype")), None)
+        dtype = _torch_attr(step.get("dtype"), torch.dtype)
         size, stride, offset = step.get("size"), step.get("stride"), step.get("offset")
         ints = [*(size or []), *(stride or []), offset]
-        if not isinstance(dtype, torch.dtype) or not all(type(v) is int and v >= 0 for v in ints) or \
-                len(size or []) != len(stride or []) or len(size or []) > 16:
+        if not all(type(v) is int and v >= 0 for v in ints) or len(size or []) != len(stride or []) or \
+                len(size or []) > 16:
             raise ReplayError(f"a bad alias in the program: {str(step)[:80]}")
-        item = torch.empty((), dtype=dtype).element_size()
-        needed = (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * item if math.prod(size) else 0
+        needed = span_bytes(size, stride, offset, torch.empty((), dtype=dtype).element_size())
         if needed > base.untyped_storage().nbytes():
             raise ReplayError(f"an alias in the program reaches past its tensor's memory ({needed} bytes)")
         view = torch.empty(0, dtype=dtype, device=base.device)
@@ -318,11 +323,9 @@ class ReplayOps:
 
     def op_replay_prepare(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Kernel files from earlier runs of this source, then the kernels rebuilt from the source."""
-        from .runner import kernel_cache_dir
+        from .runner import take_kernel_files
 
-        names = req.get("kernel_files") or []
-        if names:
-            write_tree(kernel_cache_dir(), list(zip(names, bufs)))
+        take_kernel_files(req, bufs)
         program = req.get("program")
         if not isinstance(program, dict):
             return {"replay_error": "no program to replay"}

@@ -43,6 +43,13 @@ def kernel_cache_dir() -> Path:
     return Path(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent")
 
 
+def take_kernel_files(req: dict, bufs: list[bytes]) -> None:
+    """Write the compiled kernels the referee sent (kernel_cache.py) into this runner's Triton cache."""
+    names = req.get("kernel_files") or []
+    if names:
+        write_tree(kernel_cache_dir(), list(zip(names, bufs)))
+
+
 class Stop(Exception):
     """The referee said goodbye (or went away)."""
 
@@ -111,9 +118,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
     def op_load(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Import the module (task reference or candidate) from the private temporary directory."""
         self.role = req["role"]
-        names = req.get("kernel_files") or []
-        if names:  # what earlier runs of this same source compiled (kernel_cache.py): before any import
-            write_tree(kernel_cache_dir(), list(zip(names, bufs)))
+        take_kernel_files(req, bufs)  # what earlier runs of this same source compiled: before any import
         path = self.tmp / f"{req['module']}.py"
         path.write_text(req["source"])
         self.file = CandidateFile(str(path), req["source"])

@@ -73,6 +73,21 @@ def _meta(t: torch.Tensor) -> dict[str, Any]:
             "offset": t.storage_offset()}
 
 
+def encode_float(value: float) -> Any:
+    """A float as JSON: non-finite ones (which JSON lacks) as their repr in a dict."""
+    return {"float": repr(value)} if not math.isfinite(value) else value
+
+
+def decode_float(desc: dict[str, Any]) -> float:
+    """The float `encode_float` described; anything but nan/inf/-inf reads as 0.0 (never `float()` of peer text)."""
+    return float(desc["float"]) if desc["float"] in ("nan", "inf", "-inf") else 0.0
+
+
+def span_bytes(shape: list[int], stride: list[int], offset: int, item: int) -> int:
+    """Bytes of storage a view of (shape, stride, offset) reaches, with `item`-byte elements."""
+    return (offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * item if math.prod(shape) else 0
+
+
 PACK_MAX_TENSOR_BYTES = 64 << 20
 PACK_ALIGN = 256
 
@@ -170,7 +185,7 @@ def _open_ipc(share: Any, dtype: torch.dtype, shape: list[int], stride: list[int
                 bytes.fromhex(ev_handle) if isinstance(ev_handle, str) else None, bool(ev_sync))
     except (TypeError, ValueError):
         raise WireError("bad CUDA IPC descriptor fields") from None
-    needed = (offset + sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * item if math.prod(shape) else 0
+    needed = span_bytes(shape, stride, offset, item)
     if needed > args[2]:
         raise WireError(f"tensor needs {needed} bytes of a {args[2]}-byte shared storage")
     key = (handle, int(off))
@@ -211,9 +226,7 @@ def encode_value(value: Any, buffers: list[bytes | memoryview], keep: list | Non
     if isinstance(value, torch.Tensor):
         return {"tensor": encode_tensor(value, buffers, packer)}
     if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, float) and not math.isfinite(value):
-            return {"float": repr(value)}
-        return value
+        return encode_float(value) if isinstance(value, float) else value
     if isinstance(value, (list, tuple)):
         return {"list" if isinstance(value, list) else "tuple": [encode_value(v, buffers, keep, packer) for v in value]}
     if isinstance(value, torch.dtype):
@@ -240,7 +253,7 @@ def decode_value(value: Any, buffers: list[bytes], depth: int = 0, opened: dict 
             out = [decode_value(v, buffers, depth + 1, opened) for v in items]
             return out if "list" in value else tuple(out)
         if "float" in value:
-            return float(value["float"]) if value["float"] in ("nan", "inf", "-inf") else 0.0
+            return decode_float(value)
         if "dtype" in value and value["dtype"] in DTYPES:
             return DTYPES[value["dtype"]]
         if "unsupported" in value:

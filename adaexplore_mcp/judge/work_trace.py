@@ -26,26 +26,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import types
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .wire import encode_float
+
 MAX_STEPS = 10000  # a forward call with more recorded operators and launches is not replayed
 MAX_PROGRAM_BYTES = 3 << 20  # its JSON travels in one message header (wire.MAX_HEADER_BYTES)
 TRITON_MODULES = ("triton", "math")
 
 
+def _scalar(v: Any) -> Any:
+    return encode_float(v) if isinstance(v, float) else v
+
+
 class Unreplayable(Exception):
     """The call did something the replay cannot reproduce (the message says what, for the candidate)."""
-
-
-def _scalar(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return {"f": repr(v)}
-    return v
 
 
 def _storage_key(t: torch.Tensor) -> tuple:
@@ -100,7 +99,7 @@ class WorkTrace(TorchDispatchMode):
         if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
-            return _scalar(v)
+            return encode_float(v)
         if isinstance(v, (list, tuple)):
             return {"l" if isinstance(v, list) else "tu": [self.arg(x) for x in v]}
         if isinstance(v, torch.dtype):
