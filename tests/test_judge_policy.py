@@ -89,12 +89,35 @@ def test_a_runner_that_cannot_start_under_the_policy_relaxes_it_and_says_so(tmp_
                                              visible_dirs=())
         while referee.spares:
             referee.spares.popleft().kill()
-        referee._top_up()
+        referee.top_up()
         note = referee.settle_policy(timeout_s=60)
         assert note is not None and "runner died" in note
         assert package not in referee.policy.hidden_dirs and not referee.policy.deny_unix_sockets
         assert set(referee.policy.hidden_dirs) == {str(tmp_path / "home"), str(tmp_path / "cache")}
         ready = referee.candidate_runner(time.monotonic() + 60).wait_ready(60)
         assert ready["ready"] and "seccomp" not in ready["sandbox"]
+    finally:
+        referee.close()
+
+
+def test_requests_sent_ahead_to_a_runner_still_starting_are_answered_in_order(tmp_path: Path) -> None:
+    """The replay's requests go to its spare before it is ready, and their answers are read later (runners.send
+    and receive): a runner reads them once it is, and answers each in the order sent."""
+    referee = Referee("cpu", tmp_path / "home", tmp_path / "logs", tmp_path / "cache")
+    try:
+        runner = referee.replay_runner()
+        assert runner.ready is None and len(referee.spares) == 1  # not replaced until top_up
+        deadline = time.monotonic() + 120
+        runner.send({"op": "release", "only": "a"}, [], deadline)
+        runner.send({"op": "replay", "sets": {"list": []}}, [], deadline)
+        first, _ = runner.receive(deadline)
+        second, _ = runner.receive(deadline)
+        assert first == {"ok": True, "reserved": 0}
+        assert second == {"replay_error": "replay_prepare did not succeed"}
+        with pytest.raises(RuntimeError, match="without a request sent"):
+            runner.receive(deadline)
+        runner.kill()
+        referee.top_up()
+        assert len(referee.spares) == 2
     finally:
         referee.close()

@@ -113,7 +113,7 @@ def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any, timings: dict | None =
                               call_ref=call_ref, ref_timings=lambda key: timings.setdefault(key, ReferenceTimings()))
     killed: list[bool] = []
     return SimpleNamespace(
-        out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128, set_bytes=512,
+        out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128, set_bytes=512, keep_cache=True,
         cand_call=lambda header, buffers=(), max_reply=0: cand.call(header, buffers),
         cand=SimpleNamespace(kill=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"}))),
         release=lambda: None,

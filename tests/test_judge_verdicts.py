@@ -212,19 +212,27 @@ def test_an_out_of_memory_is_retried_once_on_a_fresh_referee(
     assert judge.evaluate(task(), GOOD).verdict == Verdict.passed  # the judge carries on
 
 
+@pytest.mark.parametrize("mode", ["1", "profile"])
 def test_tracing_ops_tells_round_trips_from_time_inside_the_runners(
-        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Latency work needs to know whether a request's time is spent in the runner or on the way."""
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Latency work needs to know whether a request's time is spent in the runner or on the way, which
+    modules each request imported (a fresh runner pays for every one), and with "profile" where inside."""
     from adaexplore_mcp.judge.runners import OP_TRACE_ENV
 
-    monkeypatch.setenv(OP_TRACE_ENV, "1")
+    monkeypatch.setenv(OP_TRACE_ENV, mode)
     traced = Judge(cpu_settings(tmp_path_factory.mktemp("traced")))
     try:
         ev = traced.evaluate(task(), GOOD)
     finally:
         traced.close()
     assert ev.verdict == Verdict.passed, ev
-    assert ev.ops_ms and "cand.forward" in ev.ops_ms and "ref.make" in ev.ops_ms
-    for op, (calls, round_trip, inside) in ev.ops_ms.items():
+    ops = {k: v for k, v in (ev.ops_ms or {}).items() if " " not in k}
+    assert "cand.forward" in ops and "ref.make" in ops and "cand.replay" in ops
+    for op, (calls, round_trip, inside) in ops.items():
         assert calls >= 1 and 0 <= inside <= round_trip, op
-    assert ev.ops_ms["cand.forward"][2] > 0
+    assert ops["cand.forward"][2] > 0
+    imports = [k for k in ev.ops_ms or {} if k.startswith("imports cand.load ")]
+    assert imports and "cand_" in imports[0]  # the candidate's own module, imported by its load
+    profiled = [k for k in ev.ops_ms or {} if k.startswith("prof cand.forward ")]
+    assert bool(profiled) == (mode == "profile")
+    assert all(calls >= 1 and cum >= own >= 0 for k in profiled for calls, cum, own in [ev.ops_ms[k]])

@@ -31,6 +31,7 @@ from . import precision, wire
 from .classify import static_error
 from .compare import as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .referee import Referee, ReferenceFailure, oom_summary
+from .referee_replay import PendingReplay, finish_replay, start_replay
 from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
@@ -39,6 +40,15 @@ INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults
 INTERP_LOWP = "fp16/bf16 arithmetic is emulated by the interpreter; GPU rounding may differ"
 CAND_REPLY_SLACK = 1 << 20
 TRIAL_BATCH_BYTES = 4 << 30  # inputs, outputs and their copies of the trials run in one call
+# A trial set (inputs, outputs and their copies) below this: releases inside an evaluation keep each runner's
+# allocator cache, because the next step allocates the same sizes again. On the H200 a flush and the cudaMalloc
+# after it cost 5-8 ms per release, 16 releases on rmsnorm (bench/results/2026-12-04-l, profiled). One flush
+# ends the evaluation (Referee.settle).
+KEEP_CACHE_SET_BYTES = 1 << 30
+# The trial whose record is replayed (referee_replay.py): the second, since the first may autotune (and record
+# every config it benchmarked). Its replay runs beside the trials after it when a set is below
+# KEEP_CACHE_SET_BYTES; larger sets replay alone (both at once could run the device out of memory).
+REPLAYED_TRIAL = 1
 DETERMINISTIC = "reference deterministic on identical inputs: compared with one run of it, within the tolerance"
 NONDETERMINISTIC = ("reference NOT deterministic on identical inputs (dropout in training mode? atomics?): compared "
                     "with one run of it, within the tolerance; a mismatch may be the reference's own noise")
@@ -117,13 +127,14 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     source = req["cand_source"]
     reasons, tf32_dot = precision.source_reasons(source)
     cand: RunnerHandle | None = None
+    ref = None
     try:
         started = time.monotonic()
         ref = ref_ee.reference(req["task"], deadline)
         cand = ref_ee.candidate_runner(deadline)
         out.fields["stages_ms"] = {"runners": round((time.monotonic() - started) * 1e3, 1)}
         out.fields["sandbox"] = ref_ee.sandbox
-        if os.environ.get(OP_TRACE_ENV) == "1":  # where each stage's time goes, op by op (bench/judge_latency.py)
+        if os.environ.get(OP_TRACE_ENV) in ("1", "profile"):  # where each stage's time goes, op by op (bench/judge_latency.py)
             ref.runner.trace = cand.trace = out.fields.setdefault("ops_ms", {})
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
@@ -148,6 +159,9 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     finally:
         if cand is not None:
             cand.kill()
+        ref_ee.top_up()  # the replay's spare is replaced only now: a fork while timing would add noise
+        if ref is not None:
+            ref_ee.settle(ref)
             if "ops_ms" in out.fields:
                 ref.runner.trace = None  # the reference runner is cached: later evaluations trace their own
     return out.as_dict()
@@ -165,6 +179,8 @@ class Evaluation:
         self.module = req["cand_module"]
         self.tol: tuple[float, float] = (limits.atol, limits.rtol)
         self.in_bytes = self.out_bytes = self.set_bytes = 0
+        self.replay: PendingReplay | None = None  # the replay running beside the last trials
+        self.work_checked = False  # the replay was judged, and the work is the candidate's
         self._mark = time.monotonic()
         out.fields.setdefault("stages_ms", {})
 
@@ -179,6 +195,13 @@ class Evaluation:
         return self.cand.call(header, list(buffers), self.deadline, max_reply)
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            if self.replay is not None:  # the evaluation ended before its replay was read
+                self.replay.cancel()
+
+    def _run(self) -> None:
         out = self.out
         out.fields["determinism"] = DETERMINISTIC if self.req["task"].get("deterministic", True) else NONDETERMINISTIC
         self.progress(0.1, "compiling: importing the candidate")
@@ -221,35 +244,56 @@ class Evaluation:
         self.mark("kernel_cache")
         out.fields["trials"] = self.limits.trials
         self._precision_report()
-        from .referee_replay import check_work, take_program
-
-        recorded = take_program(self)
-        self.mark("program")
-        if recorded is None:
+        if self.replay is not None:  # it ran beside the last trials (large sets were judged at once)
+            self.progress(0.7, "checking the work is done by the candidate's kernels (a replay in another process)")
+            self.judge_replay()  # marks replay_wait and replay_check
+        if not self.work_checked:
+            if not out.done:  # every passing run of the trials replays one of them: never
+                out.reject("work_not_replayable", "no trial of the candidate was replayed (a bug in the judge)")
             return
-        if self.device == "cuda":  # timed first: the replay takes a spare, whose replacement would disturb timing
+        if self.device == "cuda":
             from .referee_timing import time_candidate
 
             self.progress(0.75, "timing")
             time_candidate(self)  # marks its own stages (timing_candidate, profile, timing_reference)
-            if out.done:
-                return
-        self.progress(0.9, "checking the work is done by the candidate's kernels (a replay in another process)")
-        check_work(self, recorded)  # marks its own stages (replay_inputs ... replay_release)
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
         """Fresh inputs per trial; the first mismatch (a dict) or None; other failures go in `out`. The
-        first trial runs alone (it tells the sizes); the others in as few calls as memory allows."""
+        first trial runs alone (it tells the sizes), then up to the replayed one, whose record goes to the
+        replay (`self.replay`), then the rest in as few calls as memory allows."""
         n = self.limits.trials
+        replayed = min(REPLAYED_TRIAL, n - 1)
         done = 0
         while done < n:
-            batch = 1 if done == 0 else max(1, min(n - done, TRIAL_BATCH_BYTES // max(1, self.set_bytes)))
+            end = replayed + 1 if done <= replayed else n
+            batch = 1 if done == 0 else max(1, min(end - done, TRIAL_BATCH_BYTES // max(1, self.set_bytes)))
             mismatch = self.trial_batch(done, batch, n)
             done += batch
             if mismatch is not None or self.out.done:
                 return mismatch
+            if done == replayed + 1:
+                self.start_replay()
+                if self.out.done:
+                    return None
         return None
+
+    def start_replay(self) -> None:
+        """Send the replayed trial's record to its own runner (an earlier line-up's replay is dropped); when
+        sets are large, wait for its answer here, before any other trial allocates beside it."""
+        if self.replay is not None:
+            self.replay.cancel()
+        self.mark("trials")
+        self.replay = start_replay(self)
+        self.mark("replay_start")
+        self.work_checked = False
+        if self.replay is not None and not self.keep_cache and self.device == "cuda":
+            self.judge_replay()
+
+    def judge_replay(self) -> None:
+        """Read the replay's answer and judge it (a rejection goes in `out`)."""
+        replay, self.replay = self.replay, None
+        self.work_checked = replay is not None and finish_replay(self, replay)
 
     def trial_batch(self, first: int, count: int, n: int) -> dict | None:
         made = self.make_inputs([fresh_seed() for _ in range(count)], "trial")
@@ -342,14 +386,21 @@ class Evaluation:
         atol, rtol = self.tol
         return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
 
+    @property
+    def keep_cache(self) -> bool:
+        """Whether releases inside this evaluation keep the runners' allocator caches (KEEP_CACHE_SET_BYTES)."""
+        return self.device == "cuda" and 0 < self.set_bytes < KEEP_CACHE_SET_BYTES
+
     def release(self, candidate: bool = True) -> None:
         """Both runners let go of what they lent this step (`candidate=False`: the reference's only)."""
+        header = {"op": "release", "keep_cache": self.keep_cache}
         if candidate:
-            self.cand_call({"op": "release"})
-        reply, _ = self.referee.call_ref(self.ref, {"op": "release"}, self.deadline, "releasing the reference")
+            self.cand_call(header)
+        reply, _ = self.referee.call_ref(self.ref, header, self.deadline, "releasing the reference")
         if self.device == "cuda":
             torch.cuda.synchronize()
-        self.referee.account(self.ref, int(reply.get("reserved", 0)))
+        if "reserved" in reply:  # a release that kept the cache says nothing: the evaluation's last one will
+            self.referee.account(self.ref, int(reply["reserved"]))
 
     def copy_reference_parameters(self) -> bool:
         """True when at least one parameter or buffer was copied (else a second line-up is pointless)."""

@@ -25,8 +25,9 @@ from .kernel_cache import KernelCache
 from .reference_timings import ReferenceTimings
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
 
-SPARES = 2  # one for the next candidate, one for this one's replay (referee_replay.py)
+SPARES = 2  # one for the next candidate, one for its replay (referee_replay.py)
 CPU_REFERENCE_CACHE = 4
+SETTLE_S = 30.0  # the evaluation's own deadline may have passed: the last release gets time of its own
 
 
 class ReferenceFailure(Exception):
@@ -69,7 +70,7 @@ class Referee:
         self.physical_index: int | None = None
         self.gpu_name: str | None = None
         self._ref_timings: dict[tuple, ReferenceTimings] = {}
-        self._top_up()
+        self.top_up()
 
     def ref_timings(self, key: tuple) -> ReferenceTimings:
         """A task's reference timings on this GPU: speedups divide by the median of their medians (the
@@ -81,17 +82,24 @@ class Referee:
     def _fork(self, role: str) -> RunnerHandle:
         return RunnerHandle(self.zygote, role, self.device, self.log_dir, self.policy)
 
-    def _top_up(self) -> None:
+    def top_up(self) -> None:
+        """Fork spares up to SPARES (they get ready in the background)."""
         while len(self.spares) < SPARES:
             self.spares.append(self._fork("cand"))
 
     def candidate_runner(self, deadline: float) -> RunnerHandle:
         """A fresh, warm runner for exactly one candidate (the next spare starts forking at once)."""
         runner = self.spares.popleft() if self.spares else self._fork("cand")
-        self._top_up()
+        self.top_up()
         ready = runner.wait_ready(max(1.0, deadline - time.monotonic()))
         self.sandbox = str(ready.get("sandbox", "none"))
         return runner
+
+    def replay_runner(self) -> RunnerHandle:
+        """A spare for a replay (referee_replay.py), taken without waiting for it to be ready: the replay's
+        requests are sent at once and read when it is. Not replaced until `top_up` at the evaluation's end: a
+        spare forked now would be creating its CUDA context while the candidate is timed."""
+        return self.spares.popleft() if self.spares else self._fork("cand")
 
     def settle_policy(self, timeout_s: float = 120.0) -> str | None:
         """Check that a runner starts under the full policy; if one dies before it is ready (a host whose
@@ -113,7 +121,7 @@ class Referee:
         self.policy = relaxed
         while self.spares:
             self.spares.popleft().kill()
-        self._top_up()
+        self.top_up()
         note = f"the host's private dirs stay visible and Unix sockets allowed: a runner died under them ({tail})"
         print(f"adaexplore-mcp judge: sandbox relaxed: {note}", file=sys.stderr, flush=True)
         return note
@@ -207,6 +215,18 @@ class Referee:
                 continue
             total -= self.refs[key].runner.bytes
             self.drop_reference(self.refs[key])
+
+    def settle(self, ref: Reference) -> None:
+        """The end of an evaluation, however it ended: the reference lets go of everything it lent and of its
+        allocator cache beyond KEEP_CACHED_BYTES, and its memory is accounted. A reference that fails here is
+        dropped (call_ref does that), quietly: the evaluation's verdict is already decided."""
+        if not ref.runner.alive:
+            return
+        try:
+            reply, _ = self.call_ref(ref, {"op": "release"}, time.monotonic() + SETTLE_S, "releasing the reference")
+            self.account(ref, int(reply.get("reserved", 0)))
+        except ReferenceFailure:
+            pass
 
     def forget(self, task: dict) -> None:
         """Kill the task's reference runner (after it answered out of step)."""

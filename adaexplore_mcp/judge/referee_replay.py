@@ -1,8 +1,10 @@
 """Does the candidate's own Triton code do the work? Decided by a replay in a process of its own.
 
-The candidate's runner recorded every trial alike (work_trace.py); the last one is sent, as a program, to a
-fresh spare runner that never imports the candidate (replay.py). The referee lends it inputs drawn for
-this alone, and compares what comes back itself:
+The candidate's runner records every trial alike (work_trace.py). The second one (the first may autotune,
+and record every config it benchmarked) is sent, as a program, to a fresh spare runner that never imports
+the candidate (replay.py), which replays it while the candidate's remaining trials run in their own process
+(on a GPU neither is timed). The referee lends it inputs drawn for this alone, and compares what comes back
+itself, before any timing (a candidate that fails here is not timed):
 
 - the program as recorded must compute the reference's output for those inputs: what the candidate
   reported it ran is what computes the result (a forged program must be a right one);
@@ -20,80 +22,100 @@ from typing import Any
 
 from . import wire
 from .compare import compare, nbytes
-from .runners import RunnerGone
+from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
 CAND_REPLY_BYTES = 1 << 31
 
 
 @dataclass
-class Recorded:
-    """The candidate's last recorded trial, held by the referee: the candidate's runner is killed before
-    the reference is timed, so the program and copies of its constants are taken while it lives."""
+class PendingReplay:
+    """A replay sent to its own runner, running while the referee goes on with the candidate's last trials.
+    The inputs and constants lent to it stay here, alive, until its answer has been read."""
 
+    replayer: RunnerHandle
     program: dict
-    constants: list  # in the referee's own memory (wire.pack): lent to the replay as they are
+    lent: list
+    ref_out: Any  # the reference's output for the replay's inputs, in the referee's own memory
+
+    def cancel(self) -> None:
+        self.replayer.kill()
 
 
-def take_program(ev: Any) -> Recorded | None:
-    """Ask the candidate's runner for its last recorded trial; None (with the rejection in `ev.out`) if none."""
+def start_replay(ev: Any) -> PendingReplay | None:
+    """Take the candidate's last recorded trial and send it to a spare runner with inputs drawn for it alone;
+    None (with the rejection in `ev.out`) when the candidate's process has no program to give."""
+    program, constants = _take_program(ev)
+    if program is None:
+        return None
+    from .evaluation import fresh_seed
+
+    (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
+    # Copies: the reference lets go of what it lent at the next trial batch's release, before the answer is read.
+    lent, ref_out = wire.pack([list(inputs), constants]), wire.pack(ref_out)
+    del inputs
+    replayer = ev.referee.replay_runner()
+    replayer.trace = ev.cand.trace  # traced with the candidate's ops when tracing (runners.OP_TRACE_ENV)
+    pending = PendingReplay(replayer, program, lent, ref_out)
+    try:
+        names, files = ev.referee.kernel_files(ev.module)
+        replayer.send({"op": "replay_prepare", "source": ev.req["cand_source"], "module": ev.module,
+                       "program": program, "kernel_files": names}, files, ev.deadline)
+        buffers: list[Any] = []
+        replayer.send({"op": "replay", "sets": wire.encode_value(lent, buffers, pack=False)}, buffers, ev.deadline)
+    except RunnerGone as exc:
+        _gone(ev, exc)
+        pending.cancel()
+        return None
+    return pending
+
+
+def finish_replay(ev: Any, pending: PendingReplay) -> bool:
+    """Read the replay's answers and judge them: True when the work is the candidate's; otherwise the rejection
+    is in `ev.out`. The replay's runner is killed either way."""
+    try:
+        prep, _ = pending.replayer.receive(ev.deadline)
+        max_reply = 8 * nbytes(pending.ref_out) + (1 << 20) if ev.device == "cpu" else 16 << 20
+        rep, rbufs = pending.replayer.receive(ev.deadline, max_reply)
+        ev.mark("replay_wait")
+        return _judge(ev, pending, prep, rep, rbufs)
+    except RunnerGone as exc:
+        return _gone(ev, exc)
+    finally:
+        ev.mark("replay_check")
+        pending.cancel()
+        ev.mark("replay_kill")
+
+
+def _take_program(ev: Any) -> tuple[dict | None, list]:
+    """The candidate runner's last recorded trial: the program and copies of its constants, in the referee's
+    memory (the runner lets go of them at once)."""
     reply, bufs = ev.cand_call({"op": "program"}, max_reply=CAND_REPLY_BYTES)
     program = reply.get("program")
     if not isinstance(program, dict):
         _unreplayable(ev, f"this call cannot be replayed: {str(reply.get('unreplayable') or 'no program')[:300]}")
-        return None
+        return None, []
     try:
         constants = wire.decode_value(reply.get("constants"), bufs)
         if not isinstance(constants, list):
             raise wire.WireError("the constants are not a list")
-        return Recorded(program, wire.pack(constants))
+        return program, wire.pack(constants)
     except wire.WireError as exc:
         ev.out.reject("bad_output", f"the candidate's process sent an unreadable program: {exc}")
-        return None
+        return None, []
     finally:
-        ev.cand_call({"op": "release"})  # copied into the referee's memory by now
+        ev.cand_call({"op": "release", "keep_cache": ev.keep_cache})  # copied into the referee's memory by now
 
 
-def check_work(ev: Any, recorded: Recorded) -> bool:
-    """True when the work is the candidate's; otherwise the rejection is in `ev.out` (and no speedup)."""
-    out = ev.out
-    from .evaluation import fresh_seed
-
-    (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
-    lent = wire.pack([list(inputs), recorded.constants])
-    ev.mark("replay_inputs")
-    replayer = ev.referee.candidate_runner(ev.deadline)
-    ev.mark("replay_runner")
-    try:
-        theirs = _replay(ev, replayer, recorded.program, lent, ref_out)
-        ev.mark("replay_run")
-        if not theirs:
-            _no_speedup(out)
-        return theirs
-    except RunnerGone as exc:
-        _no_speedup(out)
-        return _unreplayable(ev, f"the replay's process {'timed out' if exc.kind == 'timeout' else 'died'} running the "
-                             f"candidate's kernels on new inputs ({str(exc)[:200]})")
-    finally:
-        replayer.kill()
-        ev.mark("replay_kill")
-        del lent
-        ev.release(candidate=ev.cand.alive)  # on a GPU the candidate's runner was killed after its timing
-        ev.mark("replay_release")
+def _gone(ev: Any, exc: RunnerGone) -> bool:
+    return _unreplayable(ev, f"the replay's process {'timed out' if exc.kind == 'timeout' else 'died'} running the "
+                         f"candidate's kernels on new inputs ({str(exc)[:200]})")
 
 
-def _replay(ev: Any, replayer: Any, program: dict, lent: list, ref_out: Any) -> bool:
-    out = ev.out
-    names, files = ev.referee.kernel_files(ev.module)
-    prep, _ = replayer.call({"op": "replay_prepare", "source": ev.req["cand_source"], "module": ev.module,
-                             "program": program, "kernel_files": names}, files, ev.deadline)
-    ev.mark("replay_prepare")
+def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) -> bool:
+    out, program, ref_out = ev.out, pending.program, pending.ref_out
     if prep.get("replay_error") or not prep.get("ok"):
         return _unreplayable(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"))
-    buffers: list[Any] = []
-    sent = wire.encode_value(lent, buffers, pack=False)
-    max_reply = 8 * nbytes(ref_out) + (1 << 20) if ev.device == "cpu" else 16 << 20
-    rep, rbufs = replayer.call({"op": "replay", "sets": sent}, buffers, ev.deadline, max_reply)
     if rep.get("replay_error") or "full" not in rep:
         return _unreplayable(ev, "replaying it on new inputs failed: "
                              f"{str(rep.get('replay_error') or rep.get('internal') or 'no outputs')[:300]}")
@@ -138,12 +160,6 @@ def _unreplayable(ev: Any, why: str) -> bool:
     return False
 
 
-def _no_speedup(out: Any) -> None:
-    """A candidate rejected here was timed first (on a GPU): a rejected result claims no speedup."""
-    for key in ("speedup", "speedup_tf32", "speedups"):
-        out.fields.pop(key, None)
-
-
 def _brief(mismatch: dict) -> str:
     keys = ("reason", "max_abs_error", "mismatched_fraction", "expected_spec", "got_spec")
     return ", ".join(f"{k}={str(mismatch[k])[:60]}" for k in keys if mismatch.get(k) is not None) or "mismatch"
@@ -157,4 +173,4 @@ def _summary(steps: list) -> dict[str, Any]:
             "operator_calls": sum(1 for s in steps if isinstance(s, dict) and "op" in s)}
 
 
-__all__ = ["Recorded", "check_work", "take_program"]
+__all__ = ["PendingReplay", "finish_replay", "start_replay"]

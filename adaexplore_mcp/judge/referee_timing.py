@@ -172,8 +172,8 @@ class _Sides:
         return _block(self.cand if side == "cand" else self.ref, header, sets, self.lend, chooser)
 
     def release_ref(self, only: str | None = None) -> None:
-        self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only}, self.ev.deadline,
-                                 "releasing the reference")
+        self.ev.referee.call_ref(self.ev.ref, {"op": "release", "only": only, "keep_cache": self.ev.keep_cache},
+                                 self.ev.deadline, "releasing the reference")
 
     def release_early(self, only: str | None = None, cand: bool = False, ref: bool = True) -> None:
         """Release between blocks only when a block's sets and outputs are large (the next block needs their
@@ -182,7 +182,7 @@ class _Sides:
         if self.block_bytes < EARLY_RELEASE_BYTES:
             return
         if cand:
-            self.ev.cand_call({"op": "release"})
+            self.ev.cand_call({"op": "release", "keep_cache": self.ev.keep_cache})
         if ref:
             self.release_ref(only)
 

@@ -29,6 +29,7 @@ from ..errors import safe_str
 from .compare import nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
+from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runner_timing import TimingOps
 from .work_trace import ProgramOps, WorkTrace
@@ -90,17 +91,16 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             if isinstance(deadline, (int, float)) and deadline > 1:
                 faulthandler.dump_traceback_later(deadline - 0.5, exit=False, file=sys.stderr)
             out: list[bytes | memoryview] = []
-            started = time.perf_counter()
+            trace = OpTrace(req.get("trace"))  # the referee traces where time goes (runners.OP_TRACE_ENV)
             try:
-                reply = getattr(self, f"op_{op}")(req, bufs, out)
+                reply = trace.run(getattr(self, f"op_{op}"), req, bufs, out)
             except wire.WireError as exc:
                 reply, out = {"internal": f"bad request: {exc}"}, []
             except Exception as exc:  # noqa: BLE001 - e.g. the profiler failing: an answer, not a dead runner
                 reply, out = {"internal": f"{type(exc).__name__}: {safe_str(exc)[:300]}"}, []
             finally:
                 faulthandler.cancel_dump_traceback_later()
-            if req.get("trace"):  # the referee traces where time goes (runners.OP_TRACE_ENV): its own ms, told apart
-                reply["op_ms"] = (time.perf_counter() - started) * 1e3
+            trace.report(reply)
             wire.send(self.conn, reply, out)
             if reply.get("poisoned"):
                 os._exit(3)
@@ -425,13 +425,19 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         return {"names": [name for name, _ in files]}
 
     def op_release(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Drop what was kept for the referee (`only`: one key). With `keep_cache` (mid-evaluation) the allocator
+        keeps its cache for the next step's allocations of the same sizes, and no memory figure is sent."""
         if req.get("only"):
             self.kept.pop(str(req["only"]), None)
         else:
             self.kept.clear()
-        if self.device == "cuda":
-            give_back(KEEP_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
-        return {"ok": True, "reserved": torch.cuda.memory_reserved() if self.device == "cuda" else 0}
+        if self.device != "cuda":
+            return {"ok": True, "reserved": 0}
+        if req.get("keep_cache"):  # mid-evaluation: the next step allocates the same sizes again
+            give_back(None)
+            return {"ok": True}
+        give_back(KEEP_CACHED_BYTES)  # a cached reference must hold only what it uses, not its peak
+        return {"ok": True, "reserved": torch.cuda.memory_reserved()}
 
 
 def _guarded(inputs: list[Any]) -> list[Any]:

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import asdict
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -22,7 +23,8 @@ from typing import Any
 from . import wire
 
 LOG_TAIL_BYTES = 6000
-# "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner
+# "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner;
+# "profile": also each op's top functions under cProfile ("prof role.op function": [calls, cumulative ms, own ms])
 OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"
 READY_TIMEOUT_S = 120.0
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
@@ -99,6 +101,7 @@ class RunnerHandle:
         self.alive = True
         self.trace: dict[str, list[float]] | None = None  # op -> [calls, ms, runner ms] when tracing (OP_TRACE_ENV)
         self.bytes = 0  # device memory this runner holds (references: for the cache's budget)
+        self.pending: deque[tuple[str, float]] = deque()  # requests sent, not yet answered: (op, when sent)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
         if self.ready is None:
@@ -108,34 +111,56 @@ class RunnerHandle:
     def call(self, header: dict[str, Any], buffers: list[Any], deadline: float,
              max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
         self.wait_ready(max(1.0, deadline - time.monotonic()))
-        if self.trace is not None:
-            header = {**header, "trace": True}
-        return self._traced(str(header.get("op")), lambda: self._exchange(header, buffers, deadline, max_reply))
+        self.send(header, buffers, deadline)
+        return self.receive(deadline, max_reply)
 
-    def _exchange(self, header: dict[str, Any], buffers: list[Any], deadline: float,
-                  max_reply: int) -> tuple[dict[str, Any], list[bytes]]:
+    def send(self, header: dict[str, Any], buffers: list[Any], deadline: float) -> None:
+        """The first half of a call, for a request whose answer the referee reads later (`receive`), going on
+        meanwhile: the replay runs in its own process while the candidate's last trials run in theirs. A
+        runner still starting reads it once it is ready. Answers come back in the order requests were sent."""
+        if self.trace is not None:
+            header = {**header, "trace": "profile" if os.environ.get(OP_TRACE_ENV) == "profile" else True}
         remaining = max(0.0, deadline - time.monotonic())
+        started = time.perf_counter()
         try:
             wire.send(self.conn, {**header, "deadline_s": remaining}, buffers)
         except (OSError, ValueError):
             raise self._gone("crashed", "the runner process died") from None
-        return self._recv(deadline, max_reply)
+        self.pending.append((str(header.get("op")), started))
 
-    def _traced(self, op: str, exchange: Any) -> tuple[dict[str, Any], list[bytes]]:
-        if self.trace is None:
-            return exchange()
-        started = time.perf_counter()
+    def receive(self, deadline: float, max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
+        """The answer to the oldest request sent and not yet answered."""
+        if not self.pending:
+            raise RuntimeError("receive() without a request sent")  # the referee's own bug, never a runner's
+        self.wait_ready(max(1.0, deadline - time.monotonic()))
+        op, started = self.pending.popleft()
         reply: dict[str, Any] = {}
         try:
-            reply, bufs = exchange()
+            reply, bufs = self._recv(deadline, max_reply)
             return reply, bufs
         finally:
-            entry = self.trace.setdefault(f"{self.role}.{op}", [0, 0.0, 0.0])
-            entry[0] += 1
-            entry[1] = round(entry[1] + (time.perf_counter() - started) * 1e3, 2)
-            inside = reply.get("op_ms") if isinstance(reply, dict) else None
-            if isinstance(inside, (int, float)):
-                entry[2] = round(entry[2] + float(inside), 2)
+            if self.trace is not None:
+                self._trace(op, started, reply)
+
+    def _trace(self, op: str, started: float, reply: dict[str, Any]) -> None:
+        trace = self.trace
+        assert trace is not None
+        entry = trace.setdefault(f"{self.role}.{op}", [0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] = round(entry[1] + (time.perf_counter() - started) * 1e3, 2)
+        inside = reply.get("op_ms")
+        if isinstance(inside, (int, float)):
+            entry[2] = round(entry[2] + float(inside), 2)
+        imports = reply.get("op_imports")
+        if isinstance(imports, list) and imports:  # "imports role.op first,names": [how many]
+            trace[f"imports {self.role}.{op} {','.join(str(m)[:60] for m in imports[1:])[:300]}"] = \
+                [float(imports[0]) if isinstance(imports[0], int) else 0.0]
+        for row in reply.get("op_prof") or []:
+            # "prof role.op function": [calls of the op that spent time there, cumulative ms, own ms]
+            if isinstance(row, list) and len(row) == 3 and all(isinstance(v, (int, float)) for v in row[1:]):
+                prof = trace.setdefault(f"prof {self.role}.{op} {str(row[0])[:120]}", [0, 0.0, 0.0])
+                prof[0] += 1
+                prof[1], prof[2] = round(prof[1] + row[1], 2), round(prof[2] + row[2], 2)
 
     def _recv(self, deadline: float, max_reply: int) -> tuple[dict[str, Any], list[bytes]]:
         while True:

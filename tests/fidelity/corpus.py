@@ -540,6 +540,64 @@ class ModelNew(nn.Module):
         return ew(x * keep, 2.0 / (1.0 - self.p), 0.0, False)
 '''
 
+# Autotuned, the common ways: a module-level configs list and a key, a heuristic, and a @triton.jit helper
+# the kernel calls. The replay (judge/replay.py) drops the decorators and launches the config the trial chose.
+AUTOTUNED_AFFINE = HEADER + '''
+CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)]
+
+
+@triton.jit
+def affine(x, scale, shift):
+    return x * scale + shift
+
+
+@triton.autotune(
+    configs=CONFIGS,
+    key=["n"],
+)
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def affine_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs)
+        tl.store(y_ptr + offs, affine(x, 2.0, 1.0))
+    else:
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(y_ptr + offs, affine(x, 2.0, 1.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        affine_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+        return y
+'''
+
+# Inline configs on a multi-line decorator, tuned on the row length, a reduction per row.
+AUTOTUNED_RMS = HEADER + '''
+@triton.autotune(configs=[triton.Config({}, num_warps=1), triton.Config({}, num_warps=4)],
+                 key=["cols"])
+@triton.jit
+def rms_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=mask, other=0.0).to(tl.float32)
+    ms = tl.sum(x * x, axis=0) / cols
+    tl.store(out_ptr + row * cols + offs, x * tl.rsqrt(ms + 1e-6), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        rms_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return out
+'''
+
 # ----------------------------------------------------------------------------------------------- cases
 
 
@@ -569,6 +627,9 @@ LEGITIMATE = [
          RMS_KERNEL.replace("{dtype}", "bfloat16"), "passed", lineup="same_seed", tolerance_dtype="bfloat16"),
     Case("fp16_task_fp32_compute_fp16_store", RMS_TASK.format(dtype="float16"),
          RMS_KERNEL.replace("{dtype}", "float16"), "passed", lineup="same_seed", tolerance_dtype="float16"),
+    Case("autotuned_heuristic_and_helper", AFFINE_TASK, AUTOTUNED_AFFINE, "passed", lineup="same_seed"),
+    Case("autotuned_inline_configs_per_row", RMS_TASK.format(dtype="float32"), AUTOTUNED_RMS, "passed",
+         lineup="same_seed"),
 ]
 
 BREAKERS = [
