@@ -151,3 +151,19 @@ def test_profile_kernel_reports_a_candidate_that_fails_instead_of_failing(judge:
     broken = candidate("        raise RuntimeError('nope')")
     result, table = judge.profile(task(**BIG), broken, runs=2)
     assert result.error and "nope" in result.error and table == ""
+
+
+def test_the_runners_seeding_leaves_the_cuda_states_torch_manual_seed_leaves() -> None:
+    """On a GPU the runners seed the CUDA generators themselves too (judge/seeding.py): the same draws."""
+    import torch
+
+    from adaexplore_mcp.judge import seeding
+
+    torch.zeros(1, device="cuda")  # as in every runner: CUDA is up before anything is seeded
+    for seed in (0, 2**62 + 7):
+        torch.manual_seed(seed)
+        expected = (torch.randn(64, device="cuda"), torch.randn(8))
+        torch.manual_seed(seed + 1)
+        seeding.manual_seed(seed)
+        got = (torch.randn(64, device="cuda"), torch.randn(8))
+        assert all(torch.equal(a, b) for a, b in zip(expected, got))

@@ -312,3 +312,16 @@ def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named
     assert worker._profiled(lambda a, b: a * b, 2, 3) == 6
     (prof,) = tmp_path.glob("referee-*.prof")
     assert pstats.Stats(str(prof)).total_calls >= 1
+
+
+def test_the_runners_seeding_leaves_the_states_torch_manual_seed_leaves() -> None:
+    """Same seed, same inputs and parameters as KernelBench's own torch.manual_seed (judge/seeding.py)."""
+    from adaexplore_mcp.judge import seeding
+
+    for seed in (0, 1, 2**62 + 12345):
+        torch.manual_seed(seed)
+        expected = (torch.randn(7), torch.nn.Linear(4, 3).weight.detach().clone(), torch.rand(3))
+        torch.manual_seed(seed + 1)  # another state in between
+        seeding.manual_seed(seed)
+        got = (torch.randn(7), torch.nn.Linear(4, 3).weight.detach().clone(), torch.rand(3))
+        assert all(torch.equal(a, b) for a, b in zip(expected, got))

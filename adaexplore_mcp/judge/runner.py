@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from ..tasks.format import apply_shapes, import_file
-from . import launches, precision, wire
+from . import launches, precision, seeding, wire
 from ..errors import safe_str
 from .compare import nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
@@ -159,7 +159,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         precision.pin_strict()
         flags = precision.snapshot()
         try:
-            torch.manual_seed(int(req["seed"]))
+            seeding.manual_seed(int(req["seed"]))
             with torch.device(self.device):
                 model = cls(*self.init_inputs)
             if isinstance(model, torch.nn.Module):
@@ -209,7 +209,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             self.kept.pop(stale, None)
         sets = []
         for seed in req["seeds"]:
-            torch.manual_seed(int(seed))
+            seeding.manual_seed(int(seed))
             try:
                 with torch.device(self.device):
                     inputs = self.module.get_inputs()
