@@ -189,6 +189,27 @@ def _hash_triton_installation() -> None:
             return
 
 
+def _ask_the_host_once() -> None:
+    """What Triton asks the host in a process's first launch, cached per process, asked here once: ptxas's
+    version (a subprocess: the H200's first forward call spent 4 ms forking it and 18-23 ms reading its pipe,
+    in the candidate's runner and again in the replay's; bench/results/2026-12-04-l), ldconfig's list of
+    libraries (libcuda's directory) and libdevice's hash. Any of them may be missing or named otherwise in
+    another Triton: each runner then asks for itself."""
+    try:
+        from triton.backends.nvidia import compiler, driver
+    except Exception:  # noqa: BLE001 - not an NVIDIA build of Triton
+        return
+    asks = [getattr(driver, "libcuda_dirs", None), lambda: compiler.CUDAOptions().hash()]
+    version = getattr(compiler, "get_ptxas_version", None)
+    if callable(version):
+        asks += [lambda arch=arch: version(arch) for arch in (80, 90, 100)]  # the tool differs from sm_90 on
+    for ask in asks:
+        try:
+            ask()  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - an older signature, a missing tool: the runner finds out itself
+            pass
+
+
 # Modules Triton imports lazily, in a runner's first forward call (measured with ADAEXPLORE_TRACE_OPS=1, which
 # lists each request's new imports): triton 3.9 imports 50 there, the code generator and Gluon among them.
 FIRST_LAUNCH_MODULES = ("triton.compiler.code_generator", "triton.experimental.gluon", "triton.testing")
@@ -225,6 +246,7 @@ def main() -> None:
         interpreter_bench.install()  # autotuned kernels need a benchmarker, and there is no GPU driver
     else:  # the interpreter and the front-end check never compute Triton's cache key: only GPU runners need it
         _hash_triton_installation()
+        _ask_the_host_once()
     with work_trace.WorkTrace([]):  # a process's first dispatch mode costs 1.3 s (0.2 ms after): paid once, here
         torch.zeros(1) + 1
     _import_first_launch_modules()
