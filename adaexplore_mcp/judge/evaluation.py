@@ -240,8 +240,6 @@ class Evaluation:
         if out.done:
             return
         out.fields["lineup"] = lineup
-        self.referee.keep_kernels(self.cand, self.module, self.deadline)  # compiled by now: the trials ran them
-        self.mark("kernel_cache")
         out.fields["trials"] = self.limits.trials
         self._precision_report()
         if self.replay is not None:  # it ran beside the last trials (large sets were judged at once)
@@ -284,6 +282,10 @@ class Evaluation:
         if self.replay is not None:
             self.replay.cancel()
         self.mark("trials")
+        # Compiled by now (the trials ran them): kept for later runs of this source, and lent to the replay's
+        # runner, which would otherwise compile every kernel again on a GPU (a search's candidates are all new).
+        self.referee.keep_kernels(self.cand, self.module, self.deadline)
+        self.mark("kernel_cache")
         self.replay = start_replay(self)
         self.mark("replay_start")
         self.work_checked = False

@@ -1,0 +1,92 @@
+"""The order of one evaluation's steps, in the referee itself (judge/evaluation.py, run in this process on
+the CPU). What must come before what: the candidate's compiled kernels are kept before its replay starts
+(on a GPU the replay's runner would otherwise compile every kernel of a new source again: a search's
+candidates are all new), the replay is sent after the second trial (the first may autotune) and read after
+the last one, so it runs beside them, and an evaluation that ends early takes its replay's runner with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adaexplore_mcp.config import JudgeLimits
+from adaexplore_mcp.judge import evaluation
+from adaexplore_mcp.judge.referee import Referee
+from adaexplore_mcp.tasks.format import source_hash
+from tests.test_judge_cases import AFFINE_TASK, GOOD, candidate
+
+
+def request(source: str, trials: int) -> dict[str, Any]:
+    task = {"module": f"ref_{source_hash(AFFINE_TASK)}", "source": AFFINE_TASK, "degenerate": False,
+            "deterministic": True, "shapes": {}}
+    return {"op": "evaluate", "task": task, "cand_module": f"cand_{source_hash(source)}", "cand_source": source,
+            "limits": asdict(JudgeLimits(trials=trials)), "timeout_s": 120.0}
+
+
+@pytest.fixture
+def referee(tmp_path: Path):
+    ref = Referee("cpu", tmp_path / "home", tmp_path / "logs", tmp_path / "cache")
+    yield ref
+    ref.close()
+
+
+@pytest.fixture
+def steps(monkeypatch: pytest.MonkeyPatch, referee: Referee) -> list[Any]:
+    seen: list[Any] = []
+    trial_batch, keep, start, finish = (evaluation.Evaluation.trial_batch, Referee.keep_kernels,
+                                        evaluation.start_replay, evaluation.finish_replay)
+
+    def spy_trials(self: Any, first: int, count: int, n: int) -> Any:
+        seen.append(("trials", first, count))
+        return trial_batch(self, first, count, n)
+
+    def spy_start(ev: Any) -> Any:
+        pending = start(ev)
+        seen.append(("start_replay", pending.replayer if pending else None))
+        return pending
+
+    def spy_finish(ev: Any, pending: Any) -> bool:
+        seen.append("finish_replay")
+        return finish(ev, pending)
+
+    monkeypatch.setattr(evaluation.Evaluation, "trial_batch", spy_trials)
+    monkeypatch.setattr(Referee, "keep_kernels", lambda *a, **k: (seen.append("keep_kernels"), keep(*a, **k)))
+    monkeypatch.setattr(evaluation, "start_replay", spy_start)
+    monkeypatch.setattr(evaluation, "finish_replay", spy_finish)
+    return seen
+
+
+def test_the_replay_starts_after_the_second_trial_with_the_kernels_kept_and_is_read_after_the_last(
+        referee: Referee, steps: list[Any]) -> None:
+    out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None)
+    assert out["verdict"] == "passed", out
+    names = [s if isinstance(s, str) else s[0] for s in steps]
+    assert names == ["trials", "trials", "keep_kernels", "start_replay", "trials", "finish_replay"], steps
+    assert [s[1:] for s in steps if s[0] == "trials"] == [(0, 1), (1, 1), (2, 3)]
+    replayer = next(s[1] for s in steps if s[0] == "start_replay")
+    assert replayer is not None and not replayer.alive  # killed once read
+    assert out["work"]["replay"]["launches"] == 1
+    stages = out["stages_ms"]
+    assert list(stages).index("replay_start") < list(stages).index("replay_wait")
+    assert len(referee.spares) == 2  # the replay's spare replaced at the end
+
+
+def test_one_trial_is_replayed_itself_and_a_later_mismatch_kills_the_pending_replay(
+        referee: Referee, steps: list[Any]) -> None:
+    out = evaluation.evaluate(referee, request(GOOD, trials=1), lambda f, m: None)
+    assert out["verdict"] == "passed", out
+    assert [s if isinstance(s, str) else s[0] for s in steps] == ["trials", "keep_kernels", "start_replay",
+                                                                  "finish_replay"]
+    steps.clear()
+    # right on its first two calls, wrong from the third: the replay sent after the second never gets read
+    flaky = candidate("        self.calls += 1\n        return affine(x) if self.calls <= 2 else affine(x) + 1",
+                      init="        self.calls = 0")
+    out = evaluation.evaluate(referee, request(flaky, trials=5), lambda f, m: None)
+    assert out["verdict"] == "mismatch", out
+    assert "finish_replay" not in steps
+    replayer = next(s[1] for s in steps if isinstance(s, tuple) and s[0] == "start_replay")
+    assert replayer is not None and not replayer.alive  # killed when the evaluation ended
