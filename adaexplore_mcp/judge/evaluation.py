@@ -159,7 +159,10 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     finally:
         if cand is not None:
             cand.kill()
-        ref_ee.top_up()  # the replay's spare is replaced only now: a fork while timing would add noise
+        try:
+            ref_ee.top_up()  # the replay's spare is replaced only now: a fork while timing would add noise
+        except (OSError, RuntimeError):  # the zygote is gone: the next evaluation's runner reports it
+            pass
         if ref is not None:
             ref_ee.settle(ref)
             if "ops_ms" in out.fields:

@@ -227,6 +227,8 @@ class Referee:
             self.account(ref, int(reply.get("reserved", 0)))
         except ReferenceFailure:
             pass
+        except (ValueError, TypeError):  # a malformed answer: its channel cannot be trusted any more
+            self.drop_reference(ref)
 
     def forget(self, task: dict) -> None:
         """Kill the task's reference runner (after it answered out of step)."""
