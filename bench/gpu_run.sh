@@ -16,6 +16,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 #   STAGES="timing_agreement parallel_steps" (the judge vs do_bench; issue 12: throughput, timing under load)
 #   STAGES="profiler_residue" (does a process launch slower after torch.profiler?)
+#   STAGES="judge_latency_traced" (where each request's time goes; TRACE_MODE=profile for functions)
 #   STAGES="ray_pool" (issue 14; carry .raybundle from bench/ray_bundle.sh and unpack it first)
 # and the older measurements: search_strategies adapt_loop worked_example collect_errors.
 STAGES="${STAGES:-timing_agreement judge_latency judge_gpu_tests redteam_gpu}"
@@ -44,6 +45,9 @@ AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,la
 stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
   --tasks "$AGREEMENT_TASKS" --repeats 2
 stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"} ${LATENCY_ARGS:-}
+# The same with each runner request's time and first imports (ADAEXPLORE_TRACE_OPS=1; "profile": under cProfile).
+stage judge_latency_traced "${TRACED_CAP:-90}" env ADAEXPLORE_TRACE_OPS="${TRACE_MODE:-1}" python3 bench/judge_latency.py \
+  --out "$RES/judge_latency_traced.json" --tasks "${TRACED_TASKS:-swish_scale_clamp,rmsnorm}"
 stage judge_gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity

@@ -43,8 +43,9 @@ class PendingReplay:
 
 
 def start_replay(ev: Any) -> PendingReplay | None:
-    """Take the candidate's last recorded trial and send it to a spare runner with inputs drawn for it alone;
-    None (with the rejection in `ev.out`) when the candidate's process has no program to give."""
+    """Take the candidate's last recorded trial (the evaluation asks right after the replayed one) and send it
+    to a spare runner with inputs drawn for it alone; None (with the rejection in `ev.out`) when the
+    candidate's process has no program to give."""
     program, constants = _take_program(ev)
     if program is None:
         return None
