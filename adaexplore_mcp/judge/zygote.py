@@ -191,10 +191,11 @@ def _hash_triton_installation() -> None:
 
 def _ask_the_host_once() -> None:
     """What Triton asks the host in a process's first launch, cached per process, asked here once: ptxas's
-    version (a subprocess: the H200's first forward call spent 4 ms forking it and 18-23 ms reading its pipe,
-    in the candidate's runner and again in the replay's; bench/results/2026-12-04-l), ldconfig's list of
-    libraries (libcuda's directory) and libdevice's hash. Any of them may be missing or named otherwise in
-    another Triton: each runner then asks for itself."""
+    version (a subprocess), ldconfig's list of libraries (libcuda's directory) and libdevice's hash. On the
+    H200 a runner's first forward call spent 4 ms forking a subprocess and 18-23 ms reading a pipe, in the
+    candidate's runner and again in the replay's (bench/results/2026-12-04-l, profiled; the ptxas query is
+    the likely one). Any of them may be missing or named otherwise in another Triton: each runner then asks
+    for itself."""
     try:
         from triton.backends.nvidia import compiler, driver
     except Exception:  # noqa: BLE001 - not an NVIDIA build of Triton
