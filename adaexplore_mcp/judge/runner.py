@@ -26,7 +26,7 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, seeding, wire
 from ..errors import safe_str
-from .compare import nbytes, tensor_specs
+from .compare import aliased_output, nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
 from .op_trace import OpTrace
@@ -320,7 +320,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         flags = precision.changed_flags(before, precision.snapshot())
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
-        reply["aliased"] = _aliased(result, inputs)  # outputs travel as copies: only this process can see it
+        reply["aliased"] = aliased_output(result, inputs) is not None  # outputs travel as copies: only here is it seen
         if trace is not None:
             trace.finish(result)
             self.work_trace = trace
@@ -445,9 +445,3 @@ def _guarded(inputs: list[Any]) -> list[Any]:
     kept originals must stay as drawn); larger inputs as they are (a copy could run the device out of memory)."""
     small = nbytes(inputs) < CLONE_BYTES
     return [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
-
-
-def _aliased(result: Any, inputs: list[Any]) -> bool:
-    ptrs = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()}
-    outs = result if isinstance(result, (list, tuple)) else [result]
-    return any(isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in ptrs for o in outs)
