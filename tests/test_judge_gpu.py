@@ -167,3 +167,19 @@ def test_the_runners_seeding_leaves_the_cuda_states_torch_manual_seed_leaves() -
         seeding.manual_seed(seed)
         got = (torch.randn(64, device="cuda"), torch.randn(8))
         assert all(torch.equal(a, b) for a, b in zip(expected, got))
+
+
+def test_the_replay_is_judged_before_the_timing_and_a_rejected_candidate_is_not_timed(judge: Judge) -> None:
+    """The replay runs beside the last trials (referee_replay.py): its stages come before the timing's, and a
+    token kernel next to PyTorch is rejected without being timed (no timing, no speedup)."""
+    from tests.redteam.conftest import TOKEN_KERNELS
+
+    ev = judge.evaluate(task(**BIG), GOOD)
+    assert ev.verdict == Verdict.passed, ev
+    stages = list(ev.stages_ms)
+    assert stages.index("replay_wait") < stages.index("timing_candidate"), ev.stages_ms
+    assert ev.work and ev.work["replay"]["launches"] >= 1
+    token = candidate("        token(x)\n        return x * 2 + 1", extra=TOKEN_KERNELS)
+    ev = judge.evaluate(task(**BIG), token)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", ev
+    assert ev.timing is None and ev.speedup is None and "timing_candidate" not in ev.stages_ms
