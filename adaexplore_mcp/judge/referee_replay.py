@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from . import wire
 from .compare import compare, nbytes
 from .runners import RunnerGone, RunnerHandle
@@ -52,9 +54,14 @@ def start_replay(ev: Any) -> PendingReplay | None:
     from .evaluation import fresh_seed
 
     (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
-    # Copies: the reference lets go of what it lent at the next trial batch's release, before the answer is read.
+    # Copies in the referee's memory: the reference lets go of its own now (a 6 GiB task's set would otherwise
+    # sit beside the next trial's), and of anything it lent at every release.
     lent, ref_out = wire.pack([list(inputs), constants]), wire.pack(ref_out)
     del inputs
+    if ev.device == "cuda":
+        torch.cuda.synchronize()  # the copies are made before the memory they copy is let go of
+    ev.referee.call_ref(ev.ref, {"op": "release", "only": "replay", "keep_cache": ev.keep_cache}, ev.deadline,
+                        "releasing the reference")
     replayer = ev.referee.replay_runner()
     replayer.trace = ev.cand.trace  # traced with the candidate's ops when tracing (runners.OP_TRACE_ENV)
     pending = PendingReplay(replayer, program, lent, ref_out)

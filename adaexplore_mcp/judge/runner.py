@@ -427,8 +427,10 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
     def op_release(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Drop what was kept for the referee (`only`: one key). With `keep_cache` (mid-evaluation) the allocator
         keeps its cache for the next step's allocations of the same sizes, and no memory figure is sent."""
-        if req.get("only"):
-            self.kept.pop(str(req["only"]), None)
+        if req.get("only"):  # the key and what was kept with it (`key/packs`, `key/outputs`)
+            only = str(req["only"])
+            for key in [k for k in self.kept if k == only or k.startswith(only + "/")]:
+                del self.kept[key]
         else:
             self.kept.clear()
         if self.device != "cuda":
