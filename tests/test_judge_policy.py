@@ -121,3 +121,27 @@ def test_requests_sent_ahead_to_a_runner_still_starting_are_answered_in_order(tm
         assert len(referee.spares) == 2
     finally:
         referee.close()
+
+
+def test_a_runner_that_dies_while_its_watchdog_dumps_its_stacks_timed_out(tmp_path: Path) -> None:
+    """faulthandler's watchdog dump (runners.WATCHDOG_LEAD_S before the deadline) can crash a busy runner:
+    dead after the dump began and near its deadline, it timed out; dead earlier, or without a dump, it crashed."""
+    from multiprocessing import Pipe
+
+    from adaexplore_mcp.judge.runners import WATCHDOG_MARK, RunnerGone, RunnerHandle
+
+    def died(log: str, seconds_left: float) -> str:
+        handle = object.__new__(RunnerHandle)
+        ours, theirs = Pipe()
+        theirs.close()  # the runner is gone: EOF
+        handle.conn, handle.log_path = ours, tmp_path / "runner.log"
+        handle.log_path.write_text(log)
+        handle._gone = lambda kind, message: RunnerGone(kind, message)  # type: ignore[method-assign]
+        with pytest.raises(RunnerGone) as gone:
+            handle._recv(time.monotonic() + seconds_left, 1 << 16)
+        return gone.value.kind
+
+    dump = f"{WATCHDOG_MARK}0:00:03.500000)!\nThread 0x1 (most recent call first):\n  File \"candidate.py\", line 9"
+    assert died(dump + "\nFatal Python error: Segmentation fault", 0.4) == "timeout"
+    assert died("Fatal Python error: Segmentation fault", 0.4) == "crashed"
+    assert died(dump, 30.0) == "crashed"

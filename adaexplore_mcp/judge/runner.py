@@ -31,6 +31,7 @@ from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import read_tree, write_tree
 from .op_trace import OpTrace
 from .replay import ReplayOps
+from .runners import WATCHDOG_LEAD_S
 from .runner_timing import TimingOps
 from .work_trace import ProgramOps, WorkTrace
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
@@ -89,7 +90,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 return
             deadline = req.get("deadline_s")
             if isinstance(deadline, (int, float)) and deadline > 1:
-                faulthandler.dump_traceback_later(deadline - 0.5, exit=False, file=sys.stderr)
+                faulthandler.dump_traceback_later(deadline - WATCHDOG_LEAD_S, exit=False, file=sys.stderr)
             out: list[bytes | memoryview] = []
             trace = OpTrace(req.get("trace"))  # the referee traces where time goes (runners.OP_TRACE_ENV)
             try:

@@ -27,6 +27,12 @@ LOG_TAIL_BYTES = 6000
 # "profile": also each op's top functions under cProfile ("prof role.op function": [calls, cumulative ms, own ms])
 OP_TRACE_ENV = "ADAEXPLORE_TRACE_OPS"
 READY_TIMEOUT_S = 120.0
+# A runner dumps its stacks this long before a request's deadline (faulthandler's watchdog: the referee's
+# SIGUSR1 reaches only the sandbox's relay process), so a timeout says where the candidate was stuck. The dump
+# reads the main thread's frames while it runs, and on the CI VM it killed a runner in an endless loop with
+# SIGSEGV in 2 of 30 runs: a death after the dump began is a timeout (`WATCHDOG_MARK` in its log).
+WATCHDOG_LEAD_S = 0.5
+WATCHDOG_MARK = "Timeout ("  # faulthandler's header for a dump_traceback_later dump
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
 ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
             "VIRTUAL_ENV", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -172,6 +178,9 @@ class RunnerHandle:
                 if self.conn.poll(min(remaining, 0.5)):
                     return wire.recv(self.conn, max_reply)
             except (EOFError, OSError):
+                if remaining <= WATCHDOG_LEAD_S + 0.5 and WATCHDOG_MARK in self.log_tail():
+                    raise self._gone("timeout", "the runner did not answer in time (it died dumping its stacks)") \
+                        from None
                 raise self._gone("crashed", "the runner process died") from None
             except wire.WireError as exc:
                 raise self._gone("protocol", f"the runner broke the protocol: {exc}") from None
