@@ -274,12 +274,12 @@ class Evaluation:
             if mismatch is not None or self.out.done:
                 return mismatch
             if done == replayed + 1:
-                self.start_replay()
+                self.begin_replay()
                 if self.out.done:
                     return None
         return None
 
-    def start_replay(self) -> None:
+    def begin_replay(self) -> None:
         """Send the replayed trial's record to its own runner (an earlier line-up's replay is dropped); when
         sets are large, wait for its answer here, before any other trial allocates beside it."""
         if self.replay is not None:

@@ -89,7 +89,7 @@ class Referee:
 
     def candidate_runner(self, deadline: float) -> RunnerHandle:
         """A fresh, warm runner for exactly one candidate (the next spare starts forking at once)."""
-        runner = self.spares.popleft() if self.spares else self._fork("cand")
+        runner = self._take_spare()
         self.top_up()
         ready = runner.wait_ready(max(1.0, deadline - time.monotonic()))
         self.sandbox = str(ready.get("sandbox", "none"))
@@ -99,6 +99,9 @@ class Referee:
         """A spare for a replay (referee_replay.py), taken without waiting for it to be ready: the replay's
         requests are sent at once and read when it is. Not replaced until `top_up` at the evaluation's end: a
         spare forked now would be creating its CUDA context while the candidate is timed."""
+        return self._take_spare()
+
+    def _take_spare(self) -> RunnerHandle:
         return self.spares.popleft() if self.spares else self._fork("cand")
 
     def settle_policy(self, timeout_s: float = 120.0) -> str | None:

@@ -203,7 +203,7 @@ def _ask_the_host_once() -> None:
     asks = [getattr(driver, "libcuda_dirs", None), lambda: compiler.CUDAOptions().hash()]
     version = getattr(compiler, "get_ptxas_version", None)
     if callable(version):
-        asks += [lambda arch=arch: version(arch) for arch in (80, 90, 100)]  # the tool differs from sm_90 on
+        asks += [lambda arch=arch: version(arch) for arch in (80, 90, 100)]  # cached per arch (ptxas differs from 90)
     for ask in asks:
         try:
             ask()  # type: ignore[misc]
