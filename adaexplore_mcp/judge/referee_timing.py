@@ -239,7 +239,7 @@ def time_candidate(ev: Any) -> None:
         # Profiled only now, after its timed blocks: torch.profiler leaves CUPTI attached to the process,
         # and every later launch pays for it (see bench/README.md, "profiler residue").
         ev.mark("timing_candidate")
-        out.fields["work"] = profile_share(ev)
+        out.fields["work"] = {**(out.fields.get("work") or {}), **(profile_share(ev) or {})} or None  # beside the replay's
         ev.mark("profile")
         ev.cand.kill()  # nothing it left running may slow the reference down
         hardware = hardware_context(ev)  # under the lock: an unknown GPU's bandwidth is measured once, here
