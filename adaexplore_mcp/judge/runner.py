@@ -13,7 +13,6 @@ verdict from what it can check itself (outputs it maps read-only, and its own wa
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import os
 import sys
 import time
@@ -33,6 +32,7 @@ from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runners import WATCHDOG_LEAD_S
 from .runner_timing import TimingOps
+from .stuck_watch import StuckWatch
 from .work_trace import ProgramOps, WorkTrace
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
 
@@ -80,6 +80,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
     # -- loop --------------------------------------------------------------------------------------
     def serve(self) -> None:
         launches.install()
+        self.watch = StuckWatch(sys.stderr, WATCHDOG_LEAD_S)
         while True:
             try:
                 req, bufs = wire.recv(self.conn, MAX_FROM_REFEREE)
@@ -88,9 +89,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             op = req.get("op")
             if op == "exit":
                 return
-            deadline = req.get("deadline_s")
-            if isinstance(deadline, (int, float)) and deadline > 1:
-                faulthandler.dump_traceback_later(deadline - WATCHDOG_LEAD_S, exit=False, file=sys.stderr)
+            self.watch.arm(req.get("deadline_s"))
             out: list[bytes | memoryview] = []
             trace = OpTrace(req.get("trace"))  # the referee traces where time goes (runners.OP_TRACE_ENV)
             try:
@@ -100,7 +99,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             except Exception as exc:  # noqa: BLE001 - e.g. the profiler failing: an answer, not a dead runner
                 reply, out = {"internal": f"{type(exc).__name__}: {safe_str(exc)[:300]}"}, []
             finally:
-                faulthandler.cancel_dump_traceback_later()
+                self.watch.disarm()
             trace.report(reply)
             wire.send(self.conn, reply, out)
             if reply.get("poisoned"):
