@@ -86,12 +86,24 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
             report["cut_short"] = True
     finally:
         judge.close()
+    report["worker_log_notes"] = worker_log_notes(home)
     warm_all = [t["warm_median_s"] for t in report["tasks"]]
     report["warm_median_all_s"] = statistics.median(warm_all) if warm_all else None
     for kind, reused in (("fresh", False), ("reused", True)):  # the reference timed for the evaluation, or reused
         xs = [w for t in report["tasks"] for w, r in zip(t["warm_s"], t["warm_reused"]) if r is reused]
         report[f"warm_median_{kind}_s"] = statistics.median(xs) if xs else None
     return report
+
+
+def worker_log_notes(home: Path, limit: int = 60) -> list[str]:
+    """The judge's own notes in its workers' logs (references evicted or lost: why a warm evaluation met a
+    fresh reference runner and compiled its torch.compile baseline again)."""
+    notes = []
+    for log in sorted((home / "logs").glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("adaexplore-mcp judge:") and "sandbox" not in line:
+                notes.append(f"{log.name.split('-')[0]}: {line[len('adaexplore-mcp judge: '):][:300]}")
+    return notes[:limit]
 
 
 def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: TaskSpec, cold_s: float, ev: object,
@@ -153,6 +165,8 @@ def markdown(r: dict) -> str:
                      f"{stages.get('trials', '-')} | {_replay_ms(stages)} | {_timing_ms(stages)} | "
                      f"{fmt(t['speedup'])} | {fmt(t['speedup_tf32'])} | {fmt(yardsticks.get('compiled'))} | "
                      f"{fmt(yardsticks.get('pct_roofline'))} | {t['below_fp32']} | {len(t['warnings'])} |")
+    notes = r.get("worker_log_notes") or []
+    lines += ["", f"Worker log notes ({len(notes)}):", *[f"- {n}" for n in notes[:20]]]
     s = r.get("stability")
     if s is None:
         lines += ["", "Stability: not measured (the run was cut short at its time cap)"]

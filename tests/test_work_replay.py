@@ -78,7 +78,7 @@ def record(module, model, x) -> tuple[WorkTrace, torch.Tensor]:
 def replay(tmp_path: Path, source: str, trace: WorkTrace, x: torch.Tensor, skip: bool = False) -> tuple[Run, object]:
     program = trace.program()
     kernels = build_kernels(source, program["kernels"], "cand_replay_test", tmp_path)
-    run = Run(program, kernels, "cpu", skip=skip)
+    run = Run(program, kernels, "cpu", "skip" if skip else "full")
     return run, run.execute([x], list(trace.constants))
 
 
@@ -129,7 +129,7 @@ def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> 
     program = {"inputs": [], "constants": [], "kernels": {}, "output": None,
                "steps": [{"op": "os::system", "args": {"l": ["true"]}, "kwargs": {}, "out": {"v": 0}}]}
     with pytest.raises(ReplayError, match="only ATen"):
-        Run(program, {}, "cpu", skip=False).execute([], [])
+        Run(program, {}, "cpu").execute([], [])
     with pytest.raises(ReplayError, match="only Triton's modules"):
         build_kernels("def k(x):\n    os.getpid()\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
     # a name the body does not read (an attribute's, `tl.load` lists `load`) is not installed, nor refused
@@ -162,7 +162,7 @@ def test_a_tensor_descriptor_argument_is_rebuilt_around_the_replays_tensor() -> 
     trace = WorkTrace([x])
     desc = trace.arg(TensorDescriptor(x, list(x.shape), list(x.stride()), [4, 16]))
     assert desc["triton_obj"] == ["triton.tools.tensor_descriptor", "TensorDescriptor"]
-    run = Run({}, {}, "cpu", skip=False)
+    run = Run({}, {}, "cpu")
     fresh = torch.randn(8, 16)
     run.vals[0] = fresh
     rebuilt = run.value(desc)
@@ -198,5 +198,5 @@ def test_an_autotuned_kernel_replays_with_the_config_its_launch_recorded(tmp_pat
                           "kwargs": {"BLOCK": 128, "num_warps": 8, "num_stages": 3}, "grid": [3]}]}
     kernels = build_kernels(AUTOTUNED, program["kernels"], "autotuned", tmp_path)
     x = torch.randn(300)
-    got = Run(program, kernels, "cpu", skip=False).execute([x], [])
+    got = Run(program, kernels, "cpu").execute([x], [])
     torch.testing.assert_close(got, x * 2)

@@ -1,24 +1,27 @@
-"""Did the candidate's kernel only copy a result PyTorch computed? The replay's first run says.
+"""Did the candidate's kernels only move a result PyTorch computed? The replay's capture run says.
 
-The replay (replay.py) runs a recorded forward call once more with the candidate's launches skipped and
-rejects it when the output still matches: work done next to a token kernel. A kernel that copies a PyTorch
-result into the output defeats that check, because skipping the copy leaves the output unwritten (NaN): the
-output "depends" on the kernel although the kernel did none of the work. This is the likeliest form of the
-hack (a model computes in PyTorch and adds a copy kernel to satisfy "a Triton kernel launched"), so the
-replay's run as recorded is traced, in the replay's process, where the candidate cannot see it:
+The replay (replay.py) checks that the output depends on what the candidate's kernels write. A kernel that
+copies a PyTorch result into the output defeats that, because the output then "depends" on the copy although
+the kernel did none of the work. This is the likeliest form of the hack (a model computes in PyTorch and adds
+a copy kernel to satisfy "a Triton kernel launched"), so the replay's capture run is traced, in the replay's
+process, where the candidate cannot see it. Every storage has an origin:
 
-- after each launch of a candidate kernel, any two of its tensor arguments with the same dtype and number of
-  elements, different storage and more than one distinct value, that are bit-for-bit equal make it a copy
-  between them;
-- the output was last touched by such a copy, and the other side of it was made inside `forward` by PyTorch:
-  not an input, not a parameter or buffer of the model, not passed to any earlier launch of the candidate's
-  kernels.
+- `known`: it existed before the call (inputs, parameters, buffers);
+- `pytorch`: PyTorch operators made it inside `forward` (anything not known and not written by a kernel);
+- `kernel`: a candidate kernel computed it;
+- `moved`: a candidate kernel wrote it, and what it wrote equals a `pytorch` or `moved` tensor among that
+  launch's arguments bit for bit (also through a view of another dtype, or from another range of the same
+  storage). Moving a moved result again stays `moved` (two hops; a copy before or after a token launch).
 
-In-place work (one tensor argument), copies of an input (the task itself is then an identity, which the
-degenerate-task warning covers) and copies between the candidate's own kernels' results are not flagged.
-Work split between PyTorch and a kernel that does some of the arithmetic (a copy that also adds zero in
-another way) is not a copy: library operators are allowed, so that is reported (docs/judge.md, known
-limits), not rejected.
+Only what a launch really changed counts as written (the capture run compares each argument's memory before
+and after the launch): a no-op launch on a PyTorch result changes nothing. When the output's storage ends
+`moved`, the kernels only moved PyTorch's work into it.
+
+Not flagged: copies of an input (the task is then an identity, which the degenerate-task warning covers),
+copies between the candidate's own kernels' results, and work split between PyTorch and a kernel that does
+some of the arithmetic (library operators are allowed: docs/judge.md, known limits). A copy of part of a
+larger PyTorch tensor, or of its values in another order, is not recognised either (a permutation rule would
+also flag legitimate data-movement kernels fed by `.contiguous()`).
 """
 
 from __future__ import annotations
@@ -30,61 +33,74 @@ import torch
 from .compare import as_tensors
 
 
-def _storage(t: torch.Tensor) -> int:
+def storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def _tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
+def launch_tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
     return [a for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)]
 
 
-def _copies(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
-    """Pairs of storages whose tensors are bit-for-bit equal and not constant (a copy, either way)."""
-    pairs = []
-    for i, a in enumerate(tensors):
-        for b in tensors[i + 1:]:
-            if (a.dtype != b.dtype or a.numel() != b.numel() or a.numel() < 2 or a.device != b.device
-                    or _storage(a) == _storage(b)):
-                continue
-            fa, fb = a.reshape(-1), b.reshape(-1)
-            if bool((fa != fa[0]).any()) and torch.equal(fa, fb):
-                pairs.append((_storage(a), _storage(b)))
-    return pairs
+def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().reshape(-1).view(torch.uint8)
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    start = t.storage_offset() * t.element_size()
+    extent = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) + 1 if t.numel() else 0
+    return start, start + extent * t.element_size()
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if storage_key(a) != storage_key(b):
+        return False
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    """Whether `dst` holds `src`'s bytes (any dtype of the same byte size, any non-overlapping range of one
+    storage). Constant tensors (one distinct value) never count: zero-filling is not a copy."""
+    if dst.device != src.device or dst.numel() < 2 or _overlap(dst, src):
+        return False
+    if dst.numel() * dst.element_size() != src.numel() * src.element_size():
+        return False
+    rows = _flat_bytes(dst).view(dst.numel(), dst.element_size())
+    if not bool((rows != rows[0]).any()):
+        return False
+    return torch.equal(rows.reshape(-1), _flat_bytes(src))
 
 
 class CopyTrace:
-    """Call `after` after each launch of one run, then ask `pytorch_copy(result)`. `known`: the tensors that
-    existed before the call (inputs, parameters, buffers)."""
+    """Call `after(kernel, args, kwargs, written)` after each launch of one run (`written`: the storages the
+    launch changed, or None when unknown: then every argument counts as written), then ask
+    `pytorch_copy(result)`. `known`: the tensors that existed before the call."""
 
     def __init__(self, known: list[Any]) -> None:
-        known = [t for t in as_tensors(known) if isinstance(t, torch.Tensor)]
-        self.seen = {_storage(t) for t in known}  # storages PyTorch inside forward did not make
-        self.last: dict[int, tuple[str, int | None]] = {}  # storage -> (kernel, the PyTorch-made side it copied)
-        # an autotuner launches the same kernel on the same storages once per benchmark run: compare once
-        self._checked: dict[tuple, list[tuple[int, int]]] = {}
+        self.origin: dict[int, str] = {storage_key(t): "known" for t in as_tensors(known) if isinstance(t, torch.Tensor)}
+        self.mover: dict[int, str] = {}  # storage -> the kernel that moved a PyTorch result into it
 
-    def after(self, kernel: Any, args: Any, kwargs: dict) -> None:
-        tensors = _tensors(args, kwargs)
+    def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
+        tensors = launch_tensors(args, kwargs)
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
-        key = (name, *(_storage(t) for t in tensors))
-        copies = self._checked.get(key)
-        if copies is None:
-            copies = self._checked[key] = _copies(tensors)
-        for t in tensors:
-            ptr = _storage(t)
-            peers = [b if a == ptr else a for a, b in copies if ptr in (a, b)]
-            made_by_pytorch = [p for p in peers if p not in self.seen]
-            self.last[ptr] = (name, made_by_pytorch[0] if made_by_pytorch else None)
-        self.seen.update(_storage(t) for t in tensors)
+        before = {storage_key(t): self.origin.get(storage_key(t), "pytorch") for t in tensors}
+        for dst in tensors:
+            key = storage_key(dst)
+            if (key not in written) if written is not None else before[key] == "known":
+                continue  # not written (or, when writes are unknown, an input or parameter passed along)
+            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in ("pytorch", "moved")]
+            if any(moved_from(dst, s) for s in sources):
+                self.origin[key], self.mover[key] = "moved", name
+            else:
+                self.origin[key] = "kernel"
+                self.mover.pop(key, None)
 
     def pytorch_copy(self, result: Any) -> str | None:
-        """The kernel that only copied a PyTorch result into an output, or None."""
+        """The kernel that only moved a PyTorch result into an output, or None."""
         for out in as_tensors(result):
-            if isinstance(out, torch.Tensor):
-                name, source = self.last.get(_storage(out), (None, None))
-                if source is not None:
-                    return name
+            if isinstance(out, torch.Tensor) and self.origin.get(storage_key(out)) == "moved":
+                return self.mover.get(storage_key(out), "?")
         return None
 
 
-__all__ = ["CopyTrace"]
+__all__ = ["CopyTrace", "launch_tensors", "moved_from", "storage_key"]

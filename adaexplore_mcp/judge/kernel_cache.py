@@ -5,7 +5,8 @@ it writes reaches the host's disk). After the trials the referee asks for that d
 keeps them under `<root>/<key>/`, the key being the hash of the source that produced them; a later
 runner of the *same* source gets them back before it imports anything, so re-evaluating a kernel does
 not compile it again. A hostile candidate can only poison its own future runs, which behave as it
-chooses anyway. Sizes are bounded per source and in total (least recently used sources go first).
+chooses anyway; the replay of its call (replay.py), which must not run anything it made, gets only its device
+code and metadata (`is_native`: launchers are host code). Sizes are bounded per source and in total (least recently used sources go first).
 
 This module runs in the referee (trusted): file names coming back from a runner are checked here
 before anything is written.
@@ -30,6 +31,14 @@ def safe_name(name: object) -> str | None:
     if not isinstance(name, str) or not _NAME.match(name) or any(p in (".", "..") for p in name.split("/")):
         return None
     return name
+
+
+NATIVE_SUFFIXES = (".so", ".py", ".pyc", ".pyd", ".dylib", ".dll")  # what a process loads and runs on the host
+
+
+def is_native(name: str) -> bool:
+    """Whether a cache file is host code (a launcher, a helper module) rather than device code or metadata."""
+    return name.rsplit("/", 1)[-1].lower().endswith(NATIVE_SUFFIXES)
 
 
 def read_tree(root: Path, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> list[tuple[str, bytes]]:

@@ -56,6 +56,7 @@ class Referee:
         env = runner_env({})  # the zygote points each runner's kernel caches into its own scratch space
         self.kernels = KernelCache(cache_dir / "kernels")
         self.trusted_kernels: list[tuple[str, bytes]] = []
+        self.replay_launchers: dict[str, bytes] = {}  # kernel_files(native=False)
         if device == "cpu":
             env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
         else:
@@ -147,11 +148,38 @@ class Referee:
             return
         self.trusted_kernels = kernel_cache.read_tree(trusted)
 
-    def kernel_files(self, key: str | None) -> tuple[list[str], list[bytes]]:
+    def kernel_files(self, key: str | None, native: bool = True) -> tuple[list[str], list[bytes]]:
         """Triton's helper modules and what earlier runs of this source compiled, as a load request's
-        `kernel_files` and its buffers."""
-        files = self.trusted_kernels + (self.kernels.files(key) if key else [])
+        `kernel_files` and its buffers.
+
+        `native=False` (for the replay, which must not run anything the candidate made on the host): of the
+        source's files only device code and metadata (a launcher `.so` is host code the candidate's runner
+        could have written itself), with the launchers earlier replays compiled (`keep_launchers`) instead."""
+        own = self.kernels.files(key) if key else []
+        if native:
+            files = self.trusted_kernels + own
+        else:
+            trusted = {name for name, _ in self.trusted_kernels} | set(self.replay_launchers)
+            files = self.trusted_kernels + list(self.replay_launchers.items()) + [
+                (name, data) for name, data in own if name not in trusted and not kernel_cache.is_native(name)]
         return [name for name, _ in files], [data for _, data in files]
+
+    def keep_launchers(self, replayer: RunnerHandle, deadline: float) -> None:
+        """Keep the launchers (host code Triton compiles per kernel signature) a replay's runner built, for later
+        replays: it ran no candidate code on the host (on a GPU a kernel's body is compiled, never run as Python),
+        so what it compiled can be trusted. A cache only loses speed: failures are ignored."""
+        if self.device != "cuda":
+            return
+        try:
+            reply, bufs = replayer.call({"op": "kernel_files"}, [], min(deadline, time.monotonic() + 5.0),
+                                        max_reply=kernel_cache.MAX_BYTES + (1 << 20))
+        except (RunnerGone, OSError, ValueError, TypeError):
+            return
+        names = reply.get("names")
+        if isinstance(names, list) and len(names) == len(bufs):
+            for name, data in zip(names, bufs):
+                if kernel_cache.safe_name(name) and kernel_cache.is_native(name) and len(self.replay_launchers) < 256:
+                    self.replay_launchers.setdefault(name, data)
 
     def keep_kernels(self, runner: RunnerHandle, key: str, deadline: float) -> None:
         """Keep what this runner compiled for later runs of the same source; a cache only loses speed, so
@@ -199,6 +227,8 @@ class Referee:
             reply, bufs = exchange()
         except RunnerGone as exc:
             self.refs.pop(ref.key, None)
+            print(f"adaexplore-mcp judge: reference process lost while {what}: {_gone_text(what, exc)[:300]}",
+                  file=sys.stderr, flush=True)
             raise ReferenceFailure(_gone_text(what, exc)) from None
         if "ref_error" in reply or "internal" in reply:
             oom = bool(reply.get("oom"))
@@ -216,7 +246,11 @@ class Referee:
                 break
             if key == ref.key:
                 continue
-            total -= self.refs[key].runner.bytes
+            evicted = self.refs[key].runner.bytes
+            total -= evicted
+            print(f"adaexplore-mcp judge: reference of {key[0][:40]!r} evicted ({evicted >> 20} MiB; cached references "
+                  f"held {(total + evicted) >> 20} MiB, budget {self.budget >> 20} MiB, {len(self.refs)} cached)",
+                  file=sys.stderr, flush=True)
             self.drop_reference(self.refs[key])
 
     def settle(self, ref: Reference) -> None:

@@ -6,11 +6,14 @@ the candidate (replay.py), which replays it while the candidate's remaining tria
 (on a GPU neither is timed). The referee lends it inputs drawn for this alone, and compares what comes back
 itself, before any timing (a candidate that fails here is not timed):
 
-- the program as recorded must compute the reference's output for those inputs: what the candidate
-  reported it ran is what computes the result (a forged program must be a right one);
-- with the candidate's launches skipped, the output must not match: else the operators around its kernels
-  did the work (a token launch next to PyTorch);
-- no kernel of its may only copy a result PyTorch computed into the output (copy_trace.py, in the replay).
+- the program as recorded must compute the reference's output for those inputs (and for a second set, when
+  one is lent): what the candidate reported it ran is what computes the result (a forged program must be a
+  right one);
+- with the writes of the candidate's launches taken from the run on the second set (or, for sets of
+  SUBSTITUTE_MAX_SET_BYTES and more and tasks whose output hardly depends on the inputs, with its launches
+  skipped), the output must not match: else the operators around its kernels did the work (a token launch,
+  or a kernel writing a constant, next to PyTorch);
+- no kernel of its may only move a result PyTorch computed into the output (copy_trace.py, in the replay).
 
 Nothing in the candidate's process can tell which of its trials is replayed, or how: it is not there.
 """
@@ -28,6 +31,8 @@ from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
 CAND_REPLY_BYTES = 1 << 31
+SUBSTITUTE_MAX_SET_BYTES = 1 << 30  # larger sets: the skip check alone (a second set and the kernels' writes
+# would sit beside the first in the replay's process)
 
 
 @dataclass
@@ -39,6 +44,7 @@ class PendingReplay:
     program: dict
     lent: list
     ref_out: Any  # the reference's output for the replay's inputs, in the referee's own memory
+    other_out: Any = None  # and for the second set, when one was lent
 
     def cancel(self) -> None:
         self.replayer.kill()
@@ -53,20 +59,25 @@ def start_replay(ev: Any) -> PendingReplay | None:
         return None
     from .evaluation import fresh_seed
 
-    (inputs, ref_out), = ev.make_inputs([fresh_seed()], "replay")
+    two = ev.set_bytes < SUBSTITUTE_MAX_SET_BYTES
+    sets = ev.make_inputs([fresh_seed(), fresh_seed()] if two else [fresh_seed()], "replay")
+    (inputs, ref_out), other_inputs, other_out = sets[0], None, None
+    if two and compare(ref_out, sets[1][1], 0, *ev.tol, ev.limits.max_rel_norm) is not None:
+        other_inputs, other_out = sets[1]  # the output tells the two sets apart: the substitution check holds
     # Copies in the referee's memory: the reference lets go of its own now (a 6 GiB task's set would otherwise
     # sit beside the next trial's), and of anything it lent at every release.
-    lent, ref_out = wire.pack([list(inputs), constants]), wire.pack(ref_out)
-    del inputs
+    lent = wire.pack([list(inputs), constants, *([list(other_inputs)] if other_inputs is not None else [])])
+    ref_out, other_out = wire.pack(ref_out), (wire.pack(other_out) if other_out is not None else None)
+    del inputs, other_inputs, sets
     if ev.device == "cuda":
         torch.cuda.synchronize()  # the copies are made before the memory they copy is let go of
     ev.referee.call_ref(ev.ref, {"op": "release", "only": "replay", "keep_cache": ev.keep_cache}, ev.deadline,
                         "releasing the reference")
     replayer = ev.referee.replay_runner()
     replayer.trace = ev.cand.trace  # traced with the candidate's ops when tracing (runners.OP_TRACE_ENV)
-    pending = PendingReplay(replayer, program, lent, ref_out)
+    pending = PendingReplay(replayer, program, lent, ref_out, other_out)
     try:
-        names, files = ev.referee.kernel_files(ev.module)
+        names, files = ev.referee.kernel_files(ev.module, native=False)
         replayer.send({"op": "replay_prepare", "source": ev.req["cand_source"], "module": ev.module,
                        "program": program, "kernel_files": names}, files, ev.deadline)
         buffers: list[Any] = []
@@ -86,6 +97,7 @@ def finish_replay(ev: Any, pending: PendingReplay) -> bool:
         max_reply = 8 * nbytes(pending.ref_out) + (1 << 20) if ev.device == "cpu" else 16 << 20
         rep, rbufs = pending.replayer.receive(ev.deadline, max_reply)
         ev.mark("replay_wait")
+        ev.referee.keep_launchers(pending.replayer, ev.deadline)
         return _judge(ev, pending, prep, rep, rbufs)
     except RunnerGone as exc:
         return _gone(ev, exc)
@@ -130,13 +142,20 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     try:
         opened: dict = {}
         full = wire.decode_value(rep["full"], rbufs, opened=opened)
-        skipped = wire.decode_value(rep["skipped"], rbufs, opened=opened)
+        checked = wire.decode_value(rep["checked"], rbufs, opened=opened)
+        other = wire.decode_value(rep["other"], rbufs, opened=opened) if rep.get("other") is not None else None
     except wire.WireError as exc:
         return _unreplayable(ev, f"the replay's outputs could not be read: {exc}")
     atol, rtol = ev.tol
     steps = program.get("steps") or []
-    out.fields["work"] = {**(out.fields.get("work") or {}), "replay": _summary(steps)}
+    substituted = rep.get("check") == "substituted"
+    if (substituted or other is not None) and (pending.other_out is None or other is None):
+        return _unreplayable(ev, "the replay's process answered for runs it was not asked for")
+    out.fields["work"] = {**(out.fields.get("work") or {}),
+                          "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped"}}
     mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)
+    if mismatch is None and other is not None:
+        mismatch = compare(pending.other_out, other, 0, atol, rtol, ev.limits.max_rel_norm)
     if mismatch is not None and rep.get("host_differs"):  # a value read back differs: the record is not general
         return _unreplayable(ev, "the call reads tensor values back to the host and decides with them, so its record "
                              f"does not hold for other inputs ({str(rep['host_differs'])[:200]}; {_brief(mismatch)}); "
@@ -151,14 +170,15 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                    "into the output a tensor that PyTorch operators computed inside forward (bit for bit equal): the "
                    "candidate's own kernels must compute the result")
         return False
-    if compare(ref_out, skipped, 0, atol, rtol, ev.limits.max_rel_norm) is None:
+    if compare(ref_out, checked, 0, atol, rtol, ev.limits.max_rel_norm) is None:
+        how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"
+               if substituted else "with the candidate's own Triton kernels skipped")
         if ev.req["task"].get("degenerate"):
-            out.warnings.append("the output matched even with the candidate's kernels skipped (this task is "
-                                "degenerate, so that proves little)")
+            out.warnings.append(f"the output matched even {how} (this task is degenerate, so that proves little)")
             return True
-        out.reject("work_not_in_candidate_kernels", "with the candidate's own Triton kernels skipped, its output "
-                   "still matched the reference: the work is done elsewhere (PyTorch operators next to a token "
-                   "kernel?); the candidate's kernels must compute the result")
+        out.reject("work_not_in_candidate_kernels", f"{how}, its output still matched the "
+                   "reference: the work is done elsewhere (PyTorch operators next to a token kernel, or next to a "
+                   "kernel that writes a constant?); the candidate's own kernels must compute the result")
         return False
     return True
 

@@ -1,21 +1,24 @@
 """Replay a recorded forward call (work_trace.py) in a fresh runner where no candidate Python runs.
 
-The runner is a spare candidate runner that never imports the candidate's module. Its kernels are rebuilt
-from the source the referee holds: each top-level `def` the program launched, decorators dropped (an
-autotuner's or heuristic's choice is already in the recorded launch arguments), its signature checked to
-evaluate nothing but names and constants, then `triton.jit`. The module-level values the kernels read come
-from the program. Then the program runs twice on the inputs the referee lends (new ones, drawn for this):
+The runner is a spare candidate runner that never imports the candidate's module; its kernels are rebuilt
+from the source the referee holds (replay_kernels.py). Then the program runs on inputs the referee lends
+(new ones, drawn for this), each run with fresh copies of the call's constants:
 
-- as recorded: it must compute the reference's output (the referee compares). A value the call read back
-  to the host (`.item()`) that comes out differently here is noted: when the output is then wrong, the
-  call's decisions (or a kernel argument) depended on its inputs, and the rejection says so;
-- with every launch of the candidate's kernels skipped: the output must then be wrong, or the work was
-  done by the operators around them.
+- as recorded, on the first set: it must compute the reference's output (the referee compares). A value the
+  call read back to the host (`.item()`) that comes out differently here is noted: when the output is then
+  wrong, the call's decisions (or a kernel argument) depended on its inputs, and the rejection says so;
+- when the referee lends a second set (the task's output tells the two apart): a capture run on it, as
+  recorded (its output must match too), keeping what every launch of the candidate's kernels wrote; then a
+  run on the first set in which each launch is replaced by those writes. Its output must be wrong: the
+  kernels' results must carry the work. A kernel that writes a constant (a zero added to a result PyTorch
+  computed, a gate) or nothing at all fails this, whatever it does with the memory it is given;
+- otherwise (a large set, or a task whose output barely depends on its inputs), a run with every launch
+  skipped, whose output must be wrong.
 
 Memory the program allocated with `torch.empty*` is filled with NaN (floats) or the largest value (integers)
-in both runs, so a skipped kernel cannot leave a plausible result behind and a kernel that reads memory it
-never wrote shows. The copy check of copy_trace.py runs on the first run's launches, here, where the
-candidate cannot see it.
+in every run, so a skipped kernel cannot leave a plausible result behind and a kernel that reads memory it
+never wrote shows. The copy check of copy_trace.py runs on the capture run (which knows what each launch
+wrote), here, where the candidate cannot see it.
 
 On the CPU interpreter a kernel's body runs as Python in this process (on a GPU it is compiled), so there
 a hostile kernel body can still reach the replay: the known limit of judging without a GPU.
@@ -23,167 +26,19 @@ a hostile kernel body can still reach the replay: the known limit of judging wit
 
 from __future__ import annotations
 
-import ast
-import importlib
 import math
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .copy_trace import CopyTrace
-from .wire import decode_float, span_bytes
-from .work_trace import TRITON_MODULES
+from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels
+from .wire import span_bytes
 
 NAMESPACES = ("aten", "prims")
 EMPTY_OPS = frozenset({"aten::empty.memory_format", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
                        "aten::new_empty_strided", "aten::empty_permuted"})
-_SIGNATURE_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.Load, ast.UnaryOp, ast.USub, ast.Subscript, ast.Tuple)
-
-
-class ReplayError(Exception):
-    """The program cannot be replayed (the message is for the candidate's author)."""
-
-
-# ================================================================================================ kernels
-
-def _check_signature(node: ast.FunctionDef) -> None:
-    """Defaults and annotations are evaluated when the `def` runs: only names and constants allowed."""
-    exprs = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-    exprs += [a.annotation for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs] if a.annotation]
-    exprs += [node.returns] if node.returns is not None else []
-    for expr in exprs:
-        if not all(isinstance(n, _SIGNATURE_NODES) for n in ast.walk(expr)):
-            raise ReplayError(f"kernel {node.name}'s signature computes a value ({ast.unparse(expr)[:60]}): defaults "
-                              "and annotations of a @triton.jit function must be constants or names")
-
-
-def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: Path) -> dict[str, Any]:
-    """The launched kernels (and the helpers they call), rebuilt from `source` with only their `def`s."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise ReplayError(f"the candidate's source does not parse: {exc}") from None
-    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    lines = source.splitlines()
-    kept = [""] * len(lines)  # every def at its own line: Triton's cache key counts its first line, so the
-    for name in kernels:      # kernels the candidate's runner compiled (kernel_cache.py) are found, not rebuilt
-        node = defs.get(name)
-        if node is None:
-            raise ReplayError(f"kernel {name!r} launched, but no function of that name is defined at the top level "
-                              "of the candidate's source; define every @triton.jit kernel at module level")
-        _check_signature(node)
-        kept[node.lineno - 1:node.end_lineno] = lines[node.lineno - 1:node.end_lineno]
-        if node.decorator_list:  # the key counts from the first decorator's line: a no-op one stands there
-            first = node.decorator_list[0].lineno - 1
-            kept[first] = lines[first][:len(lines[first]) - len(lines[first].lstrip())] + "@_replay_as_is"
-    path = tmp / f"{module_name}_replay.py"
-    path.write_text("\n".join(kept) + "\n")
-    import triton
-    import triton.language as tl
-
-    module = types.ModuleType(f"{module_name}_replay")
-    module.__file__ = str(path)
-    module.__dict__.update(triton=triton, tl=tl, _replay_as_is=lambda fn: fn)
-    sys.modules[module.__name__] = module
-    later = _install_globals(kernels, defs, module)  # before the defs run: a default may read one
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - only checked defs
-    for name in kernels:
-        setattr(module, name, triton.jit(getattr(module, name), **_jit_options(defs[name])))
-    for ref, target in later:  # other @jit functions, once they exist
-        setattr(module, ref, getattr(module, target))
-    return {name: getattr(module, name) for name in kernels}
-
-
-def _install_globals(kernels: dict[str, Any], defs: dict[str, ast.FunctionDef], module: Any) -> list[tuple[str, str]]:
-    """Each module-level value a kernel really reads; returns the references to other kernels, for later."""
-    later = []
-    for name, entry in kernels.items():
-        reads = _global_reads(defs[name])
-        for ref, desc in (entry or {}).items():
-            if ref not in reads:  # an attribute's name (`tl.load` lists `load`), or shadowed by a local
-                continue
-            if isinstance(desc, dict) and "unsupported" in desc:
-                raise ReplayError(f"kernel {name} reads the module-level name {ref!r}, a "
-                                  f"{str(desc['unsupported'])[:60]}, which the replay cannot rebuild; a kernel may "
-                                  "read numbers, tl.constexpr values, Triton's modules and other @triton.jit functions")
-            if isinstance(desc, dict) and "kernel" in desc:
-                if str(desc["kernel"]) not in kernels:
-                    raise ReplayError(f"kernel {name} calls {str(desc['kernel'])[:60]!r}, which the program does not list")
-                later.append((ref, str(desc["kernel"])))
-            else:
-                setattr(module, ref, _global(desc))
-    return later
-
-
-JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
-
-
-def _jit_options(node: ast.FunctionDef) -> dict[str, Any]:
-    """The literal options of its `@triton.jit(...)` (`noinline`, `do_not_specialize`...): they change what is
-    compiled, and so the cache key. Anything but a literal (a `repr` callable) is left out."""
-    for dec in node.decorator_list:
-        func = dec.func if isinstance(dec, ast.Call) else None
-        if getattr(func, "attr", None) == "jit" or getattr(func, "id", None) == "jit":
-            options = {}
-            for kw in dec.keywords:  # type: ignore[union-attr]
-                if kw.arg in JIT_OPTIONS:
-                    try:
-                        options[kw.arg] = ast.literal_eval(kw.value)
-                    except ValueError:
-                        continue
-            return options
-    return {}
-
-
-def _global_reads(node: ast.FunctionDef) -> set[str]:
-    """Names a kernel's body and signature read that are not its own (arguments or assigned names). Its
-    decorators are not walked: they are dropped (an autotuner's `configs=CONFIGS` is never evaluated here)."""
-    args = node.args
-    local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    parts: list[ast.AST] = [*node.body, args] + ([node.returns] if node.returns is not None else [])
-    names = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)]
-    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
-    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
-
-
-def _global(desc: Any) -> Any:
-    import triton.language as tl
-
-    if not isinstance(desc, dict) or len(desc) != 1:
-        raise ReplayError(f"bad global in the program: {str(desc)[:60]}")
-    (kind, value), = desc.items()
-    if kind == "value":
-        return _scalar(value)
-    if kind == "constexpr":
-        return tl.constexpr(_scalar(value))
-    if kind == "tl_dtype":
-        return tl.dtype(str(value))
-    if kind in ("module", "attr"):
-        name = str(value if kind == "module" else value[0])
-        if not name.startswith(TRITON_MODULES):
-            raise ReplayError(f"a kernel reads module {name[:60]!r}: only Triton's modules and math are replayed")
-        target = importlib.import_module(name)
-        for part in ([] if kind == "module" else str(value[1]).split(".")):
-            target = getattr(target, part)
-        return target
-    raise ReplayError(f"bad global kind {kind[:20]!r}")
-
-
-def _scalar(v: Any) -> Any:
-    return decode_float(v) if isinstance(v, dict) and "float" in v else v
-
-
-def _torch_attr(name: Any, kind: type | tuple[type, ...]) -> Any:
-    """`torch.<name>` when it is a `kind` (a dtype, a memory format, a layout); else the program is bad."""
-    value = getattr(torch, str(name), None)
-    if not isinstance(value, kind):
-        raise ReplayError(f"the program names {str(name)[:40]!r} where a torch {getattr(kind, '__name__', 'enum')} goes")
-    return value
-
-
 # ================================================================================================ running
 
 def _op(name: str) -> Any:
@@ -205,14 +60,37 @@ def _fill(t: torch.Tensor) -> None:
         t.fill_(torch.iinfo(t.dtype).max)
 
 
-class Run:
-    """One run of a program on one device; `skip` leaves out the candidate's launches."""
+CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, the skip check
 
-    def __init__(self, program: dict, kernels: dict[str, Any], device: str, skip: bool,
-                 copies: CopyTrace | None = None) -> None:
-        self.program, self.kernels, self.device, self.skip, self.copies = program, kernels, device, skip, copies
+
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """All of a tensor's storage as bytes: a kernel may write anywhere in the memory of an argument."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+class Run:
+    """One run of a program on one device, in one of four modes:
+
+    - `full`: as recorded (values read back to the host are compared with the record);
+    - `capture`: as recorded, keeping what each launch of the candidate's kernels changed (every byte of
+      every argument's storage but the inputs'), and telling the copy trace which storages were written;
+    - `substitute`: no launch runs; each one's writes are replaced by those a capture run made on other
+      inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
+    - `skip`: no launch runs and nothing is written in their place."""
+
+    def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
+                 copies: CopyTrace | None = None, captured: dict[int, list] | None = None) -> None:
+        self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
+        self.captured: dict[int, list] = {} if captured is None else captured
+        self.captured_bytes = 0
+        self.overflow = False  # the capture outgrew CAPTURE_MAX_BYTES and was dropped
+        self.input_storages: set[int] = set()
+
+    @property
+    def skip(self) -> bool:
+        return self.mode in ("skip", "substitute")
 
     def value(self, d: Any) -> Any:
         if isinstance(d, dict):
@@ -249,16 +127,17 @@ class Run:
             for sub, g in zip(d["l"], got):
                 self.bind(sub, g, where)
         elif isinstance(d, dict) and "v" in d:
-            if not self.skip and self.host_differs is None and not _same(_scalar(d["v"]), got):
+            if self.mode == "full" and self.host_differs is None and not _same(_scalar(d["v"]), got):
                 self.host_differs = f"{where} returned {str(got)[:40]} here, {str(_scalar(d['v']))[:40]} when recorded"
 
     def execute(self, inputs: list[Any], constants: list[torch.Tensor]) -> Any:
-        # not copied (a large task's inputs fill the device): the run with launches skipped goes first, and
-        # a program that writes its inputs in place (the trials rejected the real call for that) only
-        # spoils its own second run
+        # Inputs are not copied (a large task's fill the device): runs that must see them untouched go first,
+        # and a program that writes its inputs in place (the trials rejected the real call for that) only
+        # spoils its own later runs. Constants are the caller's to give fresh to each run.
         for slot, x in zip(self.program.get("inputs") or [], inputs):
             if slot is not None and isinstance(x, torch.Tensor):
                 self.vals[slot] = x
+                self.input_storages.add(storage_key(x))
         for slot, c in zip(self.program.get("constants") or [], constants):
             self.vals[slot] = c
         with torch.no_grad():
@@ -267,8 +146,10 @@ class Run:
                     self._aten(step, i)
                 elif "alias" in step:
                     self._alias(step)
+                elif self.mode == "substitute":
+                    self._substitute(step, i)
                 elif not self.skip:
-                    self._launch(step)
+                    self._launch(step, i)
         return self.value(self.program.get("output"))
 
     def _aten(self, step: dict, i: int) -> None:
@@ -295,7 +176,7 @@ class Run:
         view = torch.empty(0, dtype=dtype, device=base.device)
         self.vals[step.get("slot")] = view.set_(base.untyped_storage(), offset, size, stride)
 
-    def _launch(self, step: dict) -> None:
+    def _launch_parts(self, step: dict) -> tuple[str, Any, list, dict]:
         name = str(step.get("launch"))
         kernel = self.kernels.get(name)
         grid = step.get("grid")
@@ -303,9 +184,52 @@ class Run:
             raise ReplayError(f"the program's launch of {name[:60]!r} cannot be replayed (no kernel or no grid)")
         args = self.value(step.get("args") or {"l": []})
         kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
-        kernel.run(*args, grid=tuple(int(g) for g in grid), warmup=False, **kwargs)
+        return name, kernel, args, kwargs
+
+    def _launch(self, step: dict, i: int) -> None:
+        _, kernel, args, kwargs = self._launch_parts(step)
+        watched = self._watched(args, kwargs) if self.mode == "capture" and not self.overflow else None
+        before = [_storage_bytes(t).clone() for _, t in watched] if watched is not None else None
+        kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
+        written = None
+        if watched is not None and before is not None:
+            written = set()
+            for (pos, t), old in zip(watched, before):
+                now = _storage_bytes(t)
+                if not torch.equal(old, now):
+                    written.add(storage_key(t))
+                    self._keep(i, pos, now.clone())
+            del before
         if self.copies is not None:
-            self.copies.after(kernel, args, kwargs)
+            self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
+
+    def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
+        """The launch's tensor arguments whose storage a capture watches: one per storage, never an input."""
+        seen: set[int] = set()
+        watched = []
+        for pos, t in enumerate(launch_tensors(args, kwargs)):
+            key = storage_key(t)
+            if key not in seen and key not in self.input_storages and t.untyped_storage().nbytes():
+                seen.add(key)
+                watched.append((pos, t))
+        return watched
+
+    def _keep(self, i: int, pos: int, data: torch.Tensor) -> None:
+        self.captured_bytes += data.numel()
+        if self.captured_bytes > CAPTURE_MAX_BYTES:
+            self.overflow, self.captured = True, {}
+            return
+        self.captured.setdefault(i, []).append((pos, data))
+
+    def _substitute(self, step: dict, i: int) -> None:
+        """In place of launch `i`: write what it wrote in the capture run, byte for byte."""
+        _, _, args, kwargs = self._launch_parts(step)
+        tensors = launch_tensors(args, kwargs)
+        for pos, data in self.captured.get(i, []):
+            target = _storage_bytes(tensors[pos]) if pos < len(tensors) else None
+            if target is None or target.numel() != data.numel():
+                raise ReplayError("the program's launches take other arguments on other inputs")
+            target.copy_(data)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -340,18 +264,40 @@ class ReplayOps:
         return {"ok": True}
 
     def op_replay(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Both runs on the lent inputs; their outputs stay alive until `release` (the referee maps them)."""
+        """The runs on the lent inputs; their outputs stay alive until `release` (the referee maps them).
+
+        With a second input set: a capture run on it (its output, and what each launch wrote), then the
+        substituted run and the run as recorded on the first set. Without: the skipped run, then the run as
+        recorded. Every run gets fresh copies of the constants (a program must not carry state between them)."""
         from . import wire
 
         program, kernels = self.kept.get("replay_program"), self.kept.get("replay_kernels")
         if program is None or kernels is None:
             return {"replay_error": "replay_prepare did not succeed"}
-        inputs, constants = wire.decode_value(req["sets"], bufs)
-        copies = CopyTrace([*inputs, *constants])
-        full = Run(program, kernels, self.device, skip=False, copies=copies)
+        sets = wire.decode_value(req["sets"], bufs)
+        inputs, constants, other = sets[0], sets[1], (sets[2] if len(sets) > 2 else None)
+        fresh = lambda: [c.clone() for c in constants]  # noqa: E731
         try:
-            skipped = Run(program, kernels, self.device, skip=True).execute(list(inputs), list(constants))
-            got = full.execute(list(inputs), list(constants))
+            results, third, copies = [], "skipped", None
+            capture = None
+            if other is not None:
+                known = fresh()
+                copies = CopyTrace([*other, *known])
+                capture = Run(program, kernels, self.device, "capture", copies=copies)
+                results.append(capture.execute(list(other), known))
+                if not capture.overflow:
+                    third = "substituted"
+            if third == "skipped":
+                copies = None
+            checked = Run(program, kernels, self.device, "substitute" if third == "substituted" else "skip",
+                          captured=capture.captured if capture is not None else None).execute(list(inputs), fresh())
+            if capture is not None:
+                capture.captured = {}
+            known = fresh()
+            if copies is None:
+                copies = CopyTrace([*inputs, *known])
+            full = Run(program, kernels, self.device, "full", copies=copies if third == "skipped" else None)
+            got = full.execute(list(inputs), known)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         except ReplayError as exc:
@@ -359,10 +305,12 @@ class ReplayOps:
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels, on other inputs
             return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         packs: list[Any] = []
-        self.kept["out"] = ([got, skipped], packs)
-        encoded = wire.encode_value([got, skipped], out, packs)["list"]
-        return {"full": encoded[0], "skipped": encoded[1], "host_differs": full.host_differs,
-                "copy": copies.pytorch_copy(got)}
+        outputs = [got, checked, *results]
+        self.kept["out"] = (outputs, packs)
+        encoded = wire.encode_value(outputs, out, packs)["list"]
+        return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if results else None,
+                "check": third, "host_differs": full.host_differs,
+                "copy": copies.pytorch_copy(results[0] if third == "substituted" else got)}
 
 
 __all__ = ["ReplayError", "ReplayOps", "Run", "build_kernels"]

@@ -1,0 +1,198 @@
+"""Rebuild the kernels a recorded forward call launched from the source the referee holds (replay.py runs them).
+
+Each top-level `def` the program launched is kept at its own line, decorators dropped (an autotuner's or
+heuristic's choice is already in the recorded launch arguments), its signature checked to evaluate nothing
+but names and constants, then `triton.jit`. The module-level values the kernels read come from the program.
+A name bound more than once at the top level is refused: the trials may have launched another binding of it
+than the one rebuilt here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .wire import decode_float
+from .work_trace import TRITON_MODULES
+
+_SIGNATURE_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.Load, ast.UnaryOp, ast.USub, ast.Subscript, ast.Tuple)
+
+
+class ReplayError(Exception):
+    """The program cannot be replayed (the message is for the candidate's author)."""
+
+
+# ================================================================================================ kernels
+
+def _check_signature(node: ast.FunctionDef) -> None:
+    """Defaults and annotations are evaluated when the `def` runs: only names and constants allowed."""
+    exprs = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    exprs += [a.annotation for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs] if a.annotation]
+    exprs += [node.returns] if node.returns is not None else []
+    for expr in exprs:
+        if not all(isinstance(n, _SIGNATURE_NODES) for n in ast.walk(expr)):
+            raise ReplayError(f"kernel {node.name}'s signature computes a value ({ast.unparse(expr)[:60]}): defaults "
+                              "and annotations of a @triton.jit function must be constants or names")
+
+
+def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: Path) -> dict[str, Any]:
+    """The launched kernels (and the helpers they call), rebuilt from `source` with only their `def`s."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ReplayError(f"the candidate's source does not parse: {exc}") from None
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    _refuse_rebound(tree, set(kernels))
+    lines = source.splitlines()
+    kept = [""] * len(lines)  # every def at its own line: Triton's cache key counts its first line, so the
+    for name in kernels:      # kernels the candidate's runner compiled (kernel_cache.py) are found, not rebuilt
+        node = defs.get(name)
+        if node is None:
+            raise ReplayError(f"kernel {name!r} launched, but no function of that name is defined at the top level "
+                              "of the candidate's source; define every @triton.jit kernel at module level")
+        _check_signature(node)
+        kept[node.lineno - 1:node.end_lineno] = lines[node.lineno - 1:node.end_lineno]
+        if node.decorator_list:  # the key counts from the first decorator's line: a no-op one stands there
+            first = node.decorator_list[0].lineno - 1
+            kept[first] = lines[first][:len(lines[first]) - len(lines[first].lstrip())] + "@_replay_as_is"
+    path = tmp / f"{module_name}_replay.py"
+    path.write_text("\n".join(kept) + "\n")
+    import triton
+    import triton.language as tl
+
+    module = types.ModuleType(f"{module_name}_replay")
+    module.__file__ = str(path)
+    module.__dict__.update(triton=triton, tl=tl, _replay_as_is=lambda fn: fn)
+    sys.modules[module.__name__] = module
+    later = _install_globals(kernels, defs, module)  # before the defs run: a default may read one
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)  # noqa: S102 - only checked defs
+    for name in kernels:
+        setattr(module, name, triton.jit(getattr(module, name), **_jit_options(defs[name])))
+    for ref, target in later:  # other @jit functions, once they exist
+        setattr(module, ref, getattr(module, target))
+    return {name: getattr(module, name) for name in kernels}
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """The module-level names a top-level statement binds (a def, a class, an import, an assignment)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, (ast.For, ast.With)):
+        targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items if i.optional_vars]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _refuse_rebound(tree: ast.Module, launched: set[str]) -> None:
+    """A launched kernel's name bound twice at the top level: which binding ran in the trials is unknown here
+    (a first `def` that only copies, launched through an alias, and a second one that computes)."""
+    counts: dict[str, int] = {}
+    for node in tree.body:
+        for name in set(_bound_names(node)) & launched:
+            counts[name] = counts.get(name, 0) + 1
+    twice = sorted(n for n, c in counts.items() if c > 1)
+    if twice:
+        raise ReplayError(f"the name {twice[0][:60]!r} of a launched kernel is bound more than once at the top level "
+                          "of the source, so the judge cannot tell which one ran; give every @triton.jit kernel a "
+                          "name of its own")
+
+
+def _install_globals(kernels: dict[str, Any], defs: dict[str, ast.FunctionDef], module: Any) -> list[tuple[str, str]]:
+    """Each module-level value a kernel really reads; returns the references to other kernels, for later."""
+    later = []
+    for name, entry in kernels.items():
+        reads = _global_reads(defs[name])
+        for ref, desc in (entry or {}).items():
+            if ref not in reads:  # an attribute's name (`tl.load` lists `load`), or shadowed by a local
+                continue
+            if isinstance(desc, dict) and "unsupported" in desc:
+                raise ReplayError(f"kernel {name} reads the module-level name {ref!r}, a "
+                                  f"{str(desc['unsupported'])[:60]}, which the replay cannot rebuild; a kernel may "
+                                  "read numbers, tl.constexpr values, Triton's modules and other @triton.jit functions")
+            if isinstance(desc, dict) and "kernel" in desc:
+                if str(desc["kernel"]) not in kernels:
+                    raise ReplayError(f"kernel {name} calls {str(desc['kernel'])[:60]!r}, which the program does not list")
+                later.append((ref, str(desc["kernel"])))
+            else:
+                setattr(module, ref, _global(desc))
+    return later
+
+
+JIT_OPTIONS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
+
+
+def _jit_options(node: ast.FunctionDef) -> dict[str, Any]:
+    """The literal options of its `@triton.jit(...)` (`noinline`, `do_not_specialize`...): they change what is
+    compiled, and so the cache key. Anything but a literal (a `repr` callable) is left out."""
+    for dec in node.decorator_list:
+        func = dec.func if isinstance(dec, ast.Call) else None
+        if getattr(func, "attr", None) == "jit" or getattr(func, "id", None) == "jit":
+            options = {}
+            for kw in dec.keywords:  # type: ignore[union-attr]
+                if kw.arg in JIT_OPTIONS:
+                    try:
+                        options[kw.arg] = ast.literal_eval(kw.value)
+                    except ValueError:
+                        continue
+            return options
+    return {}
+
+
+def _global_reads(node: ast.FunctionDef) -> set[str]:
+    """Names a kernel's body and signature read that are not its own (arguments or assigned names). Its
+    decorators are not walked: they are dropped (an autotuner's `configs=CONFIGS` is never evaluated here)."""
+    args = node.args
+    local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    parts: list[ast.AST] = [*node.body, args] + ([node.returns] if node.returns is not None else [])
+    names = [n for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)]
+    local |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
+    return {n.id for n in names if isinstance(n.ctx, ast.Load)} - local
+
+
+def _global(desc: Any) -> Any:
+    import triton.language as tl
+
+    if not isinstance(desc, dict) or len(desc) != 1:
+        raise ReplayError(f"bad global in the program: {str(desc)[:60]}")
+    (kind, value), = desc.items()
+    if kind == "value":
+        return _scalar(value)
+    if kind == "constexpr":
+        return tl.constexpr(_scalar(value))
+    if kind == "tl_dtype":
+        return tl.dtype(str(value))
+    if kind in ("module", "attr"):
+        name = str(value if kind == "module" else value[0])
+        if not name.startswith(TRITON_MODULES):
+            raise ReplayError(f"a kernel reads module {name[:60]!r}: only Triton's modules and math are replayed")
+        target = importlib.import_module(name)
+        for part in ([] if kind == "module" else str(value[1]).split(".")):
+            target = getattr(target, part)
+        return target
+    raise ReplayError(f"bad global kind {kind[:20]!r}")
+
+
+def _scalar(v: Any) -> Any:
+    return decode_float(v) if isinstance(v, dict) and "float" in v else v
+
+
+def _torch_attr(name: Any, kind: type | tuple[type, ...]) -> Any:
+    """`torch.<name>` when it is a `kind` (a dtype, a memory format, a layout); else the program is bad."""
+    value = getattr(torch, str(name), None)
+    if not isinstance(value, kind):
+        raise ReplayError(f"the program names {str(name)[:40]!r} where a torch {getattr(kind, '__name__', 'enum')} goes")
+    return value
+
+

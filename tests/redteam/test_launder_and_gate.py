@@ -1,0 +1,157 @@
+"""Kernels that launch, write, and still do none of the work: gates, laundered copies, state, shadowed defs.
+
+Each candidate below launches a kernel of its own whose output the result depends on, so the plain "skip
+the launches" check of the replay would not catch it:
+
+- a gate: the kernel writes a constant (zero) that PyTorch adds to the result it computed; skipping the
+  kernel leaves NaN there, so the output "depends" on it. The replay's substituted run (replay.py) gives
+  every launch what it wrote for other inputs: a constant stays right, so the work is not the kernels';
+- laundered copies: a PyTorch result moved into the output by a copy kernel in two hops, after a token launch
+  marks it as "seen", before a launch that touches the output without writing it, between two ranges of one
+  storage, or through a view of another dtype (copy_trace.py follows what each launch really wrote);
+- state between the replay's runs: a buffer of the model updated in place decides whether the result is
+  poisoned, so that the run with the launches skipped fails and the run as recorded passes (each run now
+  gets fresh copies of the constants);
+- a shadowed kernel: the trials launch a copy kernel through an alias, and a second top-level `def` of the
+  same name computes honestly, for the replay to rebuild (a name bound twice is refused).
+
+Expected: never passed; the canary after each is judged right.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Verdict
+from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, summary
+from tests.test_judge_cases import HEADER, LINEAR_SMALL, LINEAR_TASK, candidate, task
+
+ZERO_KERNEL = '''
+@triton.jit
+def zero_kernel(flag_ptr):
+    tl.store(flag_ptr, 0.0)
+'''
+
+GATES = {
+    "empty_flag": "        flag = torch.empty(1, dtype=x.dtype)\n        zero_kernel[(1,)](flag)\n"
+                  "        return x * 2 + 1 + flag",
+    "nan_flag": "        flag = torch.full((1,), float('nan'), dtype=x.dtype)\n        zero_kernel[(1,)](flag)\n"
+                "        return x * 2 + 1 + flag",
+    # the kernel also writes something that depends on the input, where nothing reads it
+    "flag_beside_input": "        flag = torch.empty(2, dtype=x.dtype)\n        zero_kernel[(1,)](flag)\n"
+                         "        flag[1:2].copy_(x[:1])\n        return x * 2 + 1 + flag[0]",
+}
+
+COPIES = {
+    "two_hops": "        return kernel_copy(kernel_copy(x * 2 + 1))",
+    "token_first": "        z = x * 2 + 1\n        token(z)\n        return kernel_copy(z)",
+    "token_after": "        y = kernel_copy(x * 2 + 1)\n        token(y)\n        return y",
+    "one_storage": "        n = x.numel()\n        buf = torch.empty(2 * n, dtype=x.dtype)\n        buf[:n] = x * 2 + 1\n"
+                   "        copy_kernel[(triton.cdiv(n, 128),)](buf[:n], buf[n:], n, BLOCK=128)\n        return buf[n:]",
+    "as_int32": "        z = x * 2 + 1\n        y = torch.empty_like(x)\n"
+                "        copy_kernel[(triton.cdiv(x.numel(), 128),)](z.view(torch.int32), y.view(torch.int32), "
+                "x.numel(), BLOCK=128)\n        return y",
+}
+
+STATE = '''
+@triton.jit
+def noop_kernel(x_ptr):
+    pass
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s = torch.zeros(1)
+
+    def forward(self, x):
+        noop_kernel[(1,)](x)
+        self.s.numpy()[0] = 1.0  # unseen by the record: resets the state in every trial
+        self.s.add_(1)  # recorded, and run again by each of the replay's runs
+        gate = torch.where(torch.remainder(self.s, 2) == 0, 0.0, float("nan"))
+        return x * 2 + 1 + gate
+'''
+
+SHADOWED = '''
+@triton.jit
+def work_kernel(x_ptr, z_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(z_ptr + offs, mask=mask), mask=mask)
+
+
+_launched = work_kernel
+
+
+def work_kernel(x_ptr, z_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x * 2 + 1, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        z = x * 2 + 1
+        y = torch.empty_like(x)
+        _launched[(triton.cdiv(x.numel(), 128),)](x, z, y, x.numel(), BLOCK=128)
+        return y
+'''
+
+LINEAR_GATE = ZERO_KERNEL + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.linear = nn.Linear(fin, fout)
+
+    def forward(self, x):
+        flag = torch.empty(1, dtype=x.dtype, device=x.device)
+        zero_kernel[(1,)](flag)
+        return self.linear(x) + flag
+'''
+
+
+def rejected(judge: Judge, source: str, check: str, **kw: object) -> str:
+    ev = evaluate(judge, source, **kw)
+    canary(judge)
+    assert ev.verdict == Verdict.rejected and ev.rejected is not None and ev.rejected.check == check, summary(ev)
+    return ev.rejected.message
+
+
+@pytest.mark.parametrize("name", sorted(GATES))
+def test_a_kernel_that_writes_a_constant_next_to_pytorch_is_rejected(judge: Judge, name: str) -> None:
+    message = rejected(judge, candidate(GATES[name], extra=ZERO_KERNEL), "work_not_in_candidate_kernels")
+    assert "for other inputs" in message
+
+
+def test_a_gate_next_to_a_library_matmul_is_rejected(judge: Judge) -> None:
+    rejected(judge, HEADER + LINEAR_GATE, "work_not_in_candidate_kernels",
+             task=task(LINEAR_TASK, LINEAR_SMALL, name="linear"))
+
+
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_a_pytorch_result_moved_by_kernels_is_rejected(judge: Judge, name: str) -> None:
+    message = rejected(judge, candidate(COPIES[name], extra=TOKEN_KERNELS), "work_not_in_candidate_kernels")
+    assert "copied" in message
+
+
+def test_state_carried_between_the_replays_runs_does_not_help(judge: Judge) -> None:
+    rejected(judge, HEADER + STATE, "work_not_replayable")
+
+
+def test_a_kernel_name_bound_twice_is_refused(judge: Judge) -> None:
+    message = rejected(judge, HEADER + SHADOWED, "work_not_replayable")
+    assert "bound more than once" in message
+
+
+def test_an_honest_kernel_with_a_residual_and_a_constant_kernel_beside_it_passes(judge: Judge) -> None:
+    """The control: a kernel writing a constant is fine when another kernel of the candidate does the work,
+    and PyTorch may still add an input to a kernel's result (a residual)."""
+    body = ("        flag = torch.empty(1, dtype=x.dtype)\n        zero_kernel[(1,)](flag)\n"
+            "        return affine(x * 0.5 + flag) + x")
+    ev = evaluate(judge, candidate(body, extra=ZERO_KERNEL))
+    canary(judge)
+    assert ev.verdict == Verdict.passed, summary(ev)
+    assert ev.work and ev.work["replay"]["check"] == "substituted", ev.work
