@@ -348,3 +348,122 @@ def test_the_runner_dies_with_its_parent() -> None:
     finally:
         os.close(r)
         os.close(ready_r)
+
+
+def test_a_working_directory_under_a_hidden_dir_is_left_for_the_root(tmp_path: Path) -> None:
+    """The server may run from its data dir: the runner must not keep it as its cwd (relative paths and
+    /proc/self/cwd reach the real directory under the cover); reading mountinfo still works (ro-root)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret").write_text("sekrit")
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"cwd": os.getcwd(), "proc": os.readlink("/proc/self/cwd"), "listing": sorted(os.listdir(".")),
+                "read": errno_name(lambda: Path("secret").read_text()),
+                "via_proc": errno_name(lambda: Path("/proc/self/cwd/secret").read_text())}
+
+    before = os.getcwd()
+    os.chdir(data)
+    try:
+        runner = Runner(SandboxPolicy(hidden_dirs=(str(data),)), body)
+    finally:
+        os.chdir(before)
+    runner.require("mount-ns", "hidden-dirs", "cwd-root", "ro-root")
+    seen = runner.read()
+    assert seen["cwd"] == seen["proc"] == "/" and "secret" not in seen["listing"]
+    assert seen["read"] == seen["via_proc"] == "ENOENT"
+
+
+def test_system_v_ipc_is_the_runners_own() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = 0x5A000000 + os.getpid() % 0xFFFF
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"shmid": libc.shmget(key, 4096, 0o1000 | 0o600)}  # IPC_CREAT
+
+    runner = Runner(SandboxPolicy(), body)
+    try:
+        runner.require("ipc-ns")
+        assert runner.read()["shmid"] >= 0
+        assert libc.shmget(key, 0, 0) == -1 and ctypes.get_errno() == errno.ENOENT
+    finally:
+        shmid = libc.shmget(key, 0, 0)
+        if shmid >= 0:
+            libc.shmctl(shmid, 0, None)  # IPC_RMID: the host's, left by a runner that had no namespace
+    assert "ipc-ns" not in capabilities(SandboxPolicy(ipc_namespace=False)).mechanisms
+
+
+def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    add_key = {"x86_64": 248, "aarch64": 217}.get(os.uname().machine)
+
+    def call(nr: int, *args: Any) -> str:
+        return "ok" if libc.syscall(nr, *args) >= 0 else errno.errorcode[ctypes.get_errno()]
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"unix": errno_name(lambda: socket.socket(socket.AF_UNIX).close()),
+                "inet": errno_name(lambda: socket.socket(socket.AF_INET).close()),
+                "socketpair": errno_name(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),
+                "io_uring_setup": call(425, ctypes.c_uint(4), ctypes.create_string_buffer(120)),
+                "add_key": call(add_key, b"user", b"sandbox-test", b"x", 1, ctypes.c_long(-4)) if add_key else "EACCES",
+                "pipe": errno_name(lambda: [os.close(fd) for fd in os.pipe()])}
+
+    runner = Runner(SandboxPolicy(), body)
+    runner.require("seccomp-unix")
+    assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
+                             "add_key": "EACCES", "pipe": "ok"}
+
+
+def test_the_seccomp_program_refuses_the_listed_calls() -> None:
+    from adaexplore_mcp.judge import seccomp
+
+    arch, nr_socket, other_abi, refused = seccomp._ARCHES["x86_64"]
+    prog = seccomp.program(arch, nr_socket, other_abi, refused)
+
+    def run(nr: int, arg0: int = 0, arch_seen: int = arch) -> int:
+        data, acc, pc = {0: nr, 4: arch_seen, 16: arg0}, 0, 0
+        while True:
+            code, jt, jf, k = prog[pc]
+            if code == 0x20:
+                acc, pc = data[k], pc + 1
+            elif code == 0x06:
+                return k
+            else:
+                pc += 1 + (jt if (acc == k if code == 0x15 else acc >= k) else jf)
+
+    deny = seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES
+    assert [run(nr) for nr in refused] == [deny] * len(refused)
+    assert run(nr_socket, 1) == deny and run(nr_socket, 2) == seccomp.SECCOMP_RET_ALLOW
+    assert run(0) == run(1) == run(424) == run(428) == seccomp.SECCOMP_RET_ALLOW  # read, write, their neighbours
+    assert run(other_abi | 53) == deny and run(53, arch_seen=0x40000003) == deny
+
+
+def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaexplore_mcp.judge.runners import runner_env
+
+    secrets = ["NVIDIA_API_KEY", "TORCH_HUB_TOKEN", "CUDA_AUTH_TOKEN", "TRITON_Session_Cookie", "PYTORCH_PASSWD",
+               "NVIDIA_NGC_APIKEY", "TORCH_secret", "CUDA_CREDENTIALS", "TRITON_AUTHORIZATION"]
+    kept = ["TRITON_INTERPRET", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+            "NVIDIA_DRIVER_CAPABILITIES", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_CUDA_ARCH_LIST", "CUDA_MODULE_LOADING"]
+    for name in secrets + kept:
+        monkeypatch.setenv(name, "x")
+    env = runner_env({})
+    assert not [n for n in secrets if n in env]
+    assert [n for n in kept if n in env] == kept
+
+
+def test_a_visible_dir_never_brings_a_hidden_dir_back(tmp_path: Path) -> None:
+    """The referee binds back what is on its sys.path; a server run as `python -m` from its data dir has the
+    data dir there, which must stay hidden (a dir inside a hidden one still comes back)."""
+    data, lib = tmp_path / "data", tmp_path / "data" / "lib"
+    lib.mkdir(parents=True)
+    (data / "store.sqlite3").write_text("secret")
+
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"data": sorted(os.listdir(data)), "lib": errno_name(lambda: os.listdir(lib))}
+
+    runner = Runner(SandboxPolicy(hidden_dirs=(str(data),), visible_dirs=(str(data), str(lib))), body)
+    runner.require("mount-ns", "hidden-dirs")
+    assert runner.read() == {"data": ["lib"], "lib": "ok"}
+    assert any("hidden dir" in m and str(data) in m for m in runner.report["missing"]), runner.report["missing"]

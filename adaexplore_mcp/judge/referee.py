@@ -353,6 +353,7 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
         hidden_dirs=hide, writable_dirs=(), tmp_dir="/tmp", visible_dirs=visible,
         max_address_space=None if device == "cuda" else 16 << 30,
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
+        ipc_namespace=os.environ.get("ADAEXPLORE_SANDBOX_IPC_NS", "1") != "0",
     )
 
 

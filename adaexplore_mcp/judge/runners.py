@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -38,6 +39,11 @@ ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "
             "VIRTUAL_ENV", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 ENV_KEEP_PREFIX = ("TRITON_", "NVIDIA_", "CUDA_", "TORCH_", "PYTORCH_", "LC_")
 ENV_DROP_PREFIX = ("ADAEXPLORE_",)
+# A name with a part like these is a credential, never passed whatever its prefix: NVIDIA_API_KEY (NIM),
+# TORCH_HUB_TOKEN, CUDA_AUTH_TOKEN. A part is what `_`, `-` or `.` separate, matched case-insensitively, with
+# anything before the word (APIKEY, HFTOKEN) and a plural; nothing CUDA, torch or Triton need at run time is.
+ENV_SECRET_PART = re.compile(r"[A-Z0-9]*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH[A-Z]*|COOKIE|SESSION)S?",
+                             re.IGNORECASE)
 
 
 class RunnerGone(Exception):
@@ -51,10 +57,29 @@ class RunnerGone(Exception):
 
 
 def runner_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIX)) and not k.startswith(ENV_DROP_PREFIX)}
+    """The zygote's environment, which every runner inherits: what CUDA, torch and Triton read, no secret."""
+    env = {k: v for k, v in os.environ.items() if env_passed(k)}
     env.update(extra)
     return env
+
+
+def env_passed(name: str) -> bool:
+    """Whether a runner may see the variable `name`: kept by name or prefix, and not a credential."""
+    kept = name in ENV_KEEP or name.startswith(ENV_KEEP_PREFIX)
+    return kept and not name.startswith(ENV_DROP_PREFIX) and not looks_like_a_credential(name)
+
+
+def looks_like_a_credential(name: str) -> bool:
+    return any(ENV_SECRET_PART.fullmatch(part) for part in re.split(r"[_.-]+", name))
+
+
+def _zygote_env(env: dict[str, str]) -> dict[str, str]:
+    """The zygote runs from "/" (a cwd inherited from the server reaches its data dir, or ~, under the
+    runners' covers): where this package is not installed, its directory goes on PYTHONPATH instead."""
+    root = str(Path(__file__).resolve().parents[2])
+    if Path(sys.prefix).resolve() in Path(root).parents or root in env.get("PYTHONPATH", "").split(os.pathsep):
+        return env
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)}
 
 
 class Zygote:
@@ -63,8 +88,8 @@ class Zygote:
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair()
         self.proc = subprocess.Popen([sys.executable, "-m", "adaexplore_mcp.judge.zygote", str(theirs.fileno())],
-                                     pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, close_fds=True)
+                                     pass_fds=[theirs.fileno()], env=_zygote_env(env), cwd="/",
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True)
         theirs.close()
         self.sock = ours
         self.reader = ours.makefile("rb")
@@ -99,7 +124,8 @@ class Zygote:
 class RunnerHandle:
     def __init__(self, zygote: Zygote, role: str, device: str, log_dir: Path, policy: Any) -> None:
         self.zygote, self.role = zygote, role
-        self.log_path = log_dir / f"runner-{role}-{os.getpid()}-{time.time_ns()}.log"
+        # absolute: the zygote, which opens it, runs from "/"
+        self.log_path = log_dir.absolute() / f"runner-{role}-{os.getpid()}-{time.time_ns()}.log"
         pol = asdict(policy) if policy is not None else None
         self.pid, self.conn = zygote.fork({"device": device, "log": str(self.log_path), "policy": pol,
                                            "role": role})

@@ -19,6 +19,11 @@ The threat is a hostile candidate; why each mechanism is there:
   mount of their own first (bound back into place when under a hidden dir); /proc/sys and friends
   read-only too, as uid 0 may write sysctls without any capability.
 - network namespace, empty, loopback down: nowhere to send data, not even the server's HTTP port.
+- IPC namespace: System V shared memory, semaphores and POSIX message queues are per namespace and go
+  with it, so nothing a candidate leaves there outlives its runner for the next one to read (a policy
+  switch: whether CUDA IPC, the GPU runners' wire, works across IPC namespaces is for the GPU to show).
+- working directory "/", set before and after the mounts: a cwd inherited from the server (its data dir,
+  ~) stays reachable under the cover mounted over it, through relative paths and /proc/self/cwd.
 - user namespace, only without CAP_SYS_ADMIN (a normal user needs it for the others): maps the caller's
   own uid and gid, setgroups denied.
 - rlimits: FSIZE (SIGXFSZ ignored: EFBIG instead of death), NOFILE, CORE=0, AS when asked (not with CUDA,
@@ -48,13 +53,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
 MS_PRIVATE, MS_RELATIME, MS_STRICTATIME = 1 << 18, 1 << 21, 1 << 24
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 38, 47, 4
 # statvfs f_flag bit -> the mount flag a bind remount must repeat (they are locked in a user namespace)
 _KEPT_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, 1024), (2048, 2048), (4096, MS_RELATIME))
 _PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
-_NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns")
+_NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns", "ipc-ns")
 EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody wants this runner
 
 
@@ -69,6 +75,7 @@ class SandboxPolicy:
     max_address_space: int | None = None  # RLIMIT_AS; leave None with CUDA
     pid_namespace: bool = True
     network: bool = False  # False -> a new, empty network namespace
+    ipc_namespace: bool = True  # SysV IPC and POSIX queues of its own (False if CUDA IPC needs the host's)
     readonly_root: bool = True
     # Read-only binds back into place when a cover (the private tmp, a hidden dir) would hide them: the
     # Python installation and this package when they live under /tmp (a CI virtual environment).
@@ -76,7 +83,7 @@ class SandboxPolicy:
     # A private /dev/shm too; False on a GPU: torch's CUDA IPC keeps its reference counters in files
     # there that the other side opens by name.
     private_shm: bool = True
-    deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX) fails (EACCES); see seccomp.py
+    deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX), socketpair, io_uring, keyrings fail; seccomp.py
     max_processes: int | None = 1024  # RLIMIT_NPROC above the user's current count (not enforced for root)
 
 
@@ -142,7 +149,8 @@ def _prctl(option: int, arg: int = 0) -> None:
 
 
 def _unshare(flag: int) -> None:
-    names = {CLONE_NEWUSER: "CLONE_NEWUSER", CLONE_NEWNS: "CLONE_NEWNS", CLONE_NEWPID: "CLONE_NEWPID"}
+    names = {CLONE_NEWUSER: "CLONE_NEWUSER", CLONE_NEWNS: "CLONE_NEWNS", CLONE_NEWPID: "CLONE_NEWPID",
+             CLONE_NEWIPC: "CLONE_NEWIPC"}
     _check(_libc.unshare(flag), f"unshare({names.get(flag, 'CLONE_NEWNET')})")
 
 
@@ -169,6 +177,7 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
             os._exit(EXIT_ORPHANED)
         with contextlib.suppress(OSError):
             os.setsid()  # fails only for a session leader
+        log.attempt("cwd-root", os.chdir, "/")  # the relay's too
         _enter_namespaces(policy, log)
     else:
         log.miss("namespaces", f"not Linux ({sys.platform})")
@@ -180,6 +189,7 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
     elif _LINUX:
         log.miss("mounts", "no mount namespace: nothing hidden, / stays writable")
     if _LINUX:
+        log.attempt("cwd-root", os.chdir, "/")  # looked up again, through the mounts just made
         _drop_privileges(log)
         if policy.deny_unix_sockets:
             from .seccomp import deny_unix_sockets
@@ -204,8 +214,9 @@ def _new_user_namespace(uid: int, gid: int) -> None:
 
 
 def _enter_namespaces(policy: SandboxPolicy, log: _Log) -> None:
-    wanted = [(CLONE_NEWNS, "mount-ns"), (CLONE_NEWPID, "pid-ns"), (CLONE_NEWNET, "net-ns")]
-    wanted = [w for w in wanted if {"pid-ns": policy.pid_namespace, "net-ns": not policy.network}.get(w[1], True)]
+    wanted = [(CLONE_NEWNS, "mount-ns"), (CLONE_NEWPID, "pid-ns"), (CLONE_NEWNET, "net-ns"), (CLONE_NEWIPC, "ipc-ns")]
+    asked = {"pid-ns": policy.pid_namespace, "net-ns": not policy.network, "ipc-ns": policy.ipc_namespace}
+    wanted = [w for w in wanted if asked.get(w[1], True)]
     if not _has_cap_sys_admin() and not log.attempt("user-ns", _new_user_namespace, os.geteuid(), os.getegid()):
         log.missing += [f"{name}: needs a user namespace (no CAP_SYS_ADMIN)" for _, name in wanted]
         return
@@ -267,6 +278,9 @@ class _Mounts:
                 log.miss("hidden-dirs", f"not a directory, not hidden ({d})")
         self.writable = [os.path.realpath(d) for d in policy.writable_dirs]
         self.visible = [os.path.realpath(d) for d in policy.visible_dirs if os.path.isdir(d)]
+        for d in [v for v in self.visible if any(_under(h, v) for h in self.hidden)]:  # sys.path[0] = the data dir
+            self.visible.remove(d)
+            log.miss("visible-dirs", f"not shown: it is or holds a hidden dir ({d})")
         self.tmp = os.path.realpath(policy.tmp_dir) if policy.tmp_dir else None
         self.exempt = ["/dev", "/proc"] + self.writable + self.hidden
 

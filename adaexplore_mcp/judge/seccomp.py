@@ -3,9 +3,13 @@
 Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket
 needs no write permission, so a candidate could talk to any daemon whose socket it can see (a container
 engine, a desktop bus, another server). The network namespace already covers IP and abstract sockets.
-`socketpair()` is a different system call and stays allowed (nothing the runner needs creates a named
-Unix socket). The filter also refuses every system call made through another ABI (32-bit x86, x32), the
-classic way around a filter that checks call numbers of one ABI only.
+The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a datagram pair can
+`sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket call, and
+its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
+keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a
+runner needs makes any of them: its one socket is inherited. The filter also refuses every system call
+made through another ABI (32-bit x86, x32), the classic way around a filter that checks call numbers of
+one ABI only.
 
 Installed last, after PR_SET_NO_NEW_PRIVS (which a filter needs without CAP_SYS_ADMIN), while the runner
 is still single-threaded: threads and children made later inherit it.
@@ -21,8 +25,10 @@ SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 EACCES, AF_UNIX = 13, 1
 _LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
 _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16  # struct seccomp_data (args[0]'s low half: little-endian)
-# machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch)
-_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000), "aarch64": (0xC00000B7, 198, 0xFFFFFFFF)}
+# machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch, calls refused:
+# socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl)
+_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250)),
+           "aarch64": (0xC00000B7, 198, 0xFFFFFFFF, (199, 425, 426, 427, 217, 218, 219))}
 
 
 class _Instr(ctypes.Structure):
@@ -33,13 +39,16 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instr))]
 
 
-def program(arch: int, nr_socket: int, other_abi: int) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW is at 7, DENY at 8."""
+def program(arch: int, nr_socket: int, other_abi: int,
+            refused: tuple[int, ...] = ()) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW and DENY are the last two."""
+    n = len(refused)
     return [
         (_LD_ABS, 0, 0, _ARCH_OFFSET),
-        (_JEQ, 0, 6, arch),  # another architecture's calls: DENY
+        (_JEQ, 0, n + 6, arch),  # another architecture's calls: DENY
         (_LD_ABS, 0, 0, _NR_OFFSET),
-        (_JGE, 4, 0, other_abi),  # x32 calls: DENY
+        (_JGE, n + 4, 0, other_abi),  # x32 calls: DENY
+        *[(_JEQ, n - i + 3, 0, nr) for i, nr in enumerate(refused)],  # a call refused outright: DENY
         (_JEQ, 0, 2, nr_socket),  # not socket(): ALLOW
         (_LD_ABS, 0, 0, _ARG0_OFFSET),
         (_JEQ, 1, 0, AF_UNIX),  # socket(AF_UNIX, ...): DENY, any other family: ALLOW
