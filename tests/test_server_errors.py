@@ -293,6 +293,21 @@ def test_resources_answer_readable_errors(app: App, monkeypatch: pytest.MonkeyPa
     run(app, scenario)
 
 
+@pytest.mark.parametrize("uri", ["adaexplore://tasks/{id}/reference", "adaexplore://searches/{id}/tree",
+                                 "adaexplore://evaluations/{id}"])
+def test_a_resource_error_quotes_at_most_300_characters_of_an_id(app: App, uri: str) -> None:
+    """As a tool's error does: a 5000-character id is not echoed whole (it once was for a task's reference)."""
+    async def scenario(client: Client) -> str:
+        with pytest.raises(MCPError) as info:
+            await client.read_resource(uri.format(id="t" * 5000))
+        return info.value.error.message
+
+    text = run(app, scenario)
+    run_length = max((len(m.group(0)) for m in re.finditer(r"(\w)\1{50,}", text)), default=0)
+    assert 250 <= run_length <= E.QUOTE_CHARS, (run_length, text[:200])
+    assert "..." in text and "unknown" in text and "internal error" not in text, text[:300]
+
+
 # -- the prompt ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arguments, expected", [

@@ -16,11 +16,14 @@ differs between Triton versions and is trimmed for people. The skill memory sign
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
+import signal
 from pathlib import Path
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from ..errors import safe_str
 from ..models import TRITON_WRAPPERS, ErrorDetail, Verdict
@@ -283,6 +286,13 @@ def describe(exc: BaseException, cand: CandidateFile | None) -> ErrorDetail:
     )
 
 
+def reference_error(what: str, exc: BaseException, cand: CandidateFile | None) -> str:
+    """What the task's own code raised (`what`: which of its calls), with its line: a ReferenceFailure's text."""
+    d = describe(exc, cand)
+    where = f" at line {d.source_lineno}: `{d.source_line}`" if d.source_lineno else ""
+    return f"the reference's {what} raised {d.exception}: {d.message}{where}"
+
+
 def interpreter_internal(exc: BaseException, cand: CandidateFile | None) -> str | None:
     """Where inside Triton's interpreter an InterpreterError arose, when not in the candidate's code or a
     language check (semantic.py): such failures can be interpreter bugs (Triton 3.6 with numpy >= 2.5
@@ -307,6 +317,55 @@ def classify(exc: BaseException, stage: str, cand: CandidateFile | None) -> Clas
     if stage in (STAGE_IMPORT, STAGE_BUILD) or _is_compile_like(exc):
         return Classified(Verdict.compile_error, detail)
     return Classified(Verdict.runtime_error, detail)
+
+
+ESCAPED = ("the {who}'s code raised {name} while the judge's code was running, after its call returned: from a signal "
+           "handler it left installed (signal.signal with an alarm or itimer armed?) or a method of an object it returned")
+
+
+def escaped(exc: BaseException, role: str, cand: CandidateFile | None, handlers: dict[int, Any]) -> dict[str, Any]:
+    """The runner's answer when SystemExit (or another BaseException) reaches the judge's own code in a runner.
+    Only user code raises those there: the user's error, with its frames (never the judge's: they name host
+    paths), not a crash of the runner. `internal` too, for a referee step that reads only that."""
+    quiet(handlers)  # first: a timer still armed would interrupt this too
+    what = ESCAPED.format(who="reference" if role == "ref" else "candidate", name=type(exc).__name__)
+    if role == "ref":
+        return {"ref_error": f"{what} ({_trim(safe_str(exc), 200)})"}
+    detail = describe(exc, cand)
+    detail.message = _trim(f"{what} ({detail.message})", MAX_MESSAGE)
+    return {"verdict": Verdict.runtime_error.value, "error": detail.model_dump(), "internal": what}
+
+
+# -- user code's signal handlers --------------------------------------------------------------------------
+# A handler the user's code installs, with a timer it arms, would raise its error inside the judge's code in
+# the runner; the runner puts its own handlers back after each call into user code (`calm`), and what still
+# escapes into its code is the user's error (`escaped`). faulthandler's C handlers (zygote.py) are left alone:
+# `signal.signal` could not put them back.
+FAULT_SIGNALS = {signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGUSR1}
+
+
+def own_handlers() -> dict[int, Any]:
+    """The runner's signal handlers before any user code ran (Python's: FAULT_SIGNALS are left alone)."""
+    skip = {signal.SIGKILL, signal.SIGSTOP, *FAULT_SIGNALS}
+    return {s: h for s in signal.valid_signals() if s not in skip and (h := signal.getsignal(s)) is not None}
+
+
+def calm(handlers: dict[int, Any]) -> None:
+    """Disarm the timers user code armed and put back the runner's signal handlers, so that no handler of the
+    user's fires in the judge's code. `signal.signal` first runs a handler already pending: what it raises
+    goes up (the user's error), with the timers already off."""
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        signal.setitimer(timer, 0)
+    for s, mine in handlers.items():
+        if signal.getsignal(s) != mine:
+            signal.signal(s, mine)
+
+
+def quiet(handlers: dict[int, Any]) -> None:
+    """`calm`, whatever handlers still pending raise (each try runs them; no timer re-arms them)."""
+    for _ in range(4):
+        with contextlib.suppress(BaseException):
+            return calm(handlers)
 
 
 def static_error(message: str, exception: str = "CompileError", lineno: int | None = None,

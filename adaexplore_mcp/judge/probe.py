@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -35,13 +38,25 @@ NONDETERMINISTIC = ("the reference is not deterministic: two runs on identical i
 SAMPLE = 1 << 22  # elements of each output the degeneracy checks look at (a 6 GiB output is sampled)
 
 
+def _numeric(t: torch.Tensor) -> torch.Tensor:
+    """`t` flattened as real numbers: a complex tensor as its real and imaginary parts (`.double()` alone would
+    drop the imaginary part, and with it any difference there)."""
+    t = t.detach()
+    return torch.view_as_real(t.resolve_conj()).reshape(-1) if t.is_complex() else t.reshape(-1)
+
+
+def _inexact(t: torch.Tensor) -> bool:
+    """Compared within a tolerance (floating or complex); integer and bool outputs are checked exactly."""
+    return t.is_floating_point() or t.is_complex()
+
+
 def _sample(outs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The same elements of each run's output, in float64: all of them, or a fixed random sample."""
-    n = outs[0].numel()
-    if n <= SAMPLE:
-        return [o.detach().double() for o in outs]
-    idx = torch.randint(0, n, (SAMPLE,), device=outs[0].device, generator=None)
-    return [o.detach().reshape(-1)[idx].double() for o in outs]
+    """The same elements of each run's output (same shape), in float64: all of them, or a fixed random sample."""
+    flat = [_numeric(o) for o in outs]
+    if not flat or flat[0].numel() <= SAMPLE:
+        return [f.double() for f in flat]
+    idx = torch.randint(0, flat[0].numel(), (SAMPLE,), device=flat[0].device, generator=None)
+    return [f[idx].double() for f in flat]
 
 
 def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
@@ -49,10 +64,13 @@ def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
     reasons: list[str] = []
     for i in range(len(runs[0])):
         tensors = [r[i] for r in runs if isinstance(r[i], torch.Tensor)]
-        outs = _sample(tensors) if tensors and tensors[0].is_floating_point() else tensors
-        if not outs or not outs[0].is_floating_point() or outs[0].numel() == 0:
+        if not tensors or tensors[0].numel() == 0 or any(t.shape != tensors[0].shape for t in tensors):
             continue
         label = f"output {i}"
+        if not _inexact(tensors[0]):
+            reasons.extend(f"{label}: {why}" for why in _exact_reasons(tensors))
+            continue
+        outs = _sample(tensors)
         if all(bool((o.abs() <= limits.atol).all()) for o in outs):
             reasons.append(f"{label}: an all-zeros tensor would pass (|output| <= atol={limits.atol:g} everywhere)")
             continue
@@ -66,15 +84,48 @@ def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
     return reasons
 
 
+def _exact_reasons(outs: list[torch.Tensor]) -> list[str]:
+    """Integer and bool outputs (argmax, masks): a wrong element is wrong, so only an exact match passes, and
+    the output is degenerate when one value everywhere, or one result for every seed, would match."""
+    first = outs[0].reshape(-1)[:1]
+    if all(bool((o == first).all()) for o in outs):
+        return [f"a constant tensor (every element {first.item()}) would pass"]
+    if len(outs) > 1 and all(torch.equal(outs[0], o) for o in outs[1:]):
+        return [f"does not change when the inputs change (same result on {len(outs)} seeds)"]
+    return []
+
+
 def _max_diff(a: list[Any], b: list[Any]) -> float:
     worst = 0.0
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel():
-            fx, fy = x.reshape(-1), y.reshape(-1)
+            fx, fy = _numeric(x), _numeric(y)
+            if not _inexact(x):  # exact: int64 as int64 (float64 rounds above 2**53), bool as 0/1
+                fx, fy = fx.to(torch.int64), fy.to(torch.int64)
             for i in range(0, fx.numel(), CHUNK):
-                d = (fx[i:i + CHUNK].double() - fy[i:i + CHUNK].double()).abs()
+                d = (fx[i:i + CHUNK] - fy[i:i + CHUNK]).abs().double()
                 worst = max(worst, float(torch.nan_to_num(d, nan=0.0).max()))
     return worst
+
+
+class Malformed(Exception):
+    """The reference's process answered something that does not decode: its channel is out of step."""
+
+
+@contextmanager
+def _answered(what: str) -> Iterator[None]:
+    """Reading the reference's answer: a decoding failure is its process's fault (or an output dtype the
+    wire cannot carry, said as such); a failure anywhere else in the probe is the judge's own."""
+    try:
+        yield
+    except wire.WireError as exc:
+        if safe_str(exc).startswith("unsupported dtype"):
+            raise ReferenceFailure(f"unsupported {what} dtype: the reference's {what}s include a tensor of dtype "
+                                   f"{safe_str(exc).removeprefix('unsupported dtype ')}; the judge carries "
+                                   f"{', '.join(wire.DTYPES)}") from None
+        raise Malformed(f"{type(exc).__name__}: {safe_str(exc)[:200]}") from exc
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        raise Malformed(f"{type(exc).__name__}: {safe_str(exc)[:200]}") from exc
 
 
 def probe(referee: Referee, req: dict) -> dict[str, Any]:
@@ -96,10 +147,14 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
                 return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
                         f"({oom_summary(exc)})", **recycle}
             return {"ok": False, "error": str(exc), **recycle}
-        except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
+        except Malformed as exc:
             referee.forget(req["task"])  # its channel can no longer be trusted to be in step
-            return {"ok": False, "error": f"the reference's process answered malformed data ({type(exc).__name__}: "
-                    f"{safe_str(exc)[:200]}); does the task's code write to its own file descriptors?"}
+            return {"ok": False, "error": f"the reference's process answered malformed data ({exc}); does the "
+                    "task's code write to its own file descriptors?"}
+        except Exception as exc:  # noqa: BLE001 - the probe's own bug: said as such, never blamed on the task
+            referee.forget(req["task"])  # where the reference's runner stands is unknown
+            return {"ok": False, "error": f"the judge failed while checking the reference's outputs (a bug in the "
+                    f"judge, not in the task): {type(exc).__name__}: {safe_str(exc)[:200]} at {_where(exc)}"}
     return {"ok": False, "error": "unreachable"}
 
 
@@ -109,21 +164,30 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     reply, bufs = referee.call_ref(ref, {"op": "make", "seeds": [fresh_seed() for _ in range(SEEDS)], "key": "probe"},
                                    deadline, "running the reference")
     opened: dict = {}  # one opening per CUDA IPC share of the message (each opening releases one count)
-    sets = [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
-             as_tensors(wire.decode_value(s["output"], bufs, opened=opened))) for s in reply["sets"]]
+    sets = []
+    with _answered("output"):
+        answered = list(reply["sets"])
+    if len(answered) != SEEDS:
+        raise Malformed(f"{len(answered)} input sets for {SEEDS} seeds")
+    for s in answered:
+        with _answered("input"):
+            inputs = list(wire.decode_value(s["inputs"], bufs, opened=opened))
+        with _answered("output"):
+            sets.append((inputs, as_tensors(wire.decode_value(s["output"], bufs, opened=opened))))
     runs = [o for _, o in sets]
     if not all(isinstance(o, torch.Tensor) for o in runs[0]):
         raise ReferenceFailure("the reference's forward must return a tensor or a tuple/list of tensors, "
                                f"got {[type(o).__name__ for o in runs[0]]}")
     rerun, rbufs = referee.call_ref(ref, {"op": "rerun", "key": "probe"}, deadline, "running the reference again")
     reopened: dict = {}
-    again = [as_tensors(wire.decode_value(o, rbufs, opened=reopened)) for o in rerun["outputs"]]
+    with _answered("output"):
+        again = [as_tensors(wire.decode_value(o, rbufs, opened=reopened)) for o in rerun["outputs"]]
     diff = max(_max_diff(a, b) for a, b in zip(runs, again))
     deterministic = diff == 0.0
     if not deterministic:
         warnings.append(NONDETERMINISTIC.format(diff=diff))
     inputs_spec, outputs_spec = tensor_specs(sets[0][0]), tensor_specs(runs[0])
-    if any(not bool(torch.isfinite(s).all()) for s in _sample([o for o in runs[0] if o.is_floating_point()] or [])):
+    if any(not bool(torch.isfinite(s).all()) for o in runs[0] if _inexact(o) for s in _sample([o])):
         warnings.append("the reference output contains NaN or inf on random inputs")
     reasons = degenerate_reasons(runs, limits)
     if req["task"]["shapes"]:
@@ -132,13 +196,15 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
             warnings.append(f"checked at small_shapes; full-size shapes could not be computed on the meta device "
                             f"({str(meta['error'])[:60]}), so the shapes reported are the small ones")
         else:
-            inputs_spec, outputs_spec = meta["inputs"], meta["outputs"]
+            with _answered("output"):
+                inputs_spec, outputs_spec = list(meta["inputs"]), list(meta["outputs"])
             warnings.append("checked at small_shapes under the CPU interpreter; the shapes reported are the "
                             "full-size ones, computed on torch's meta device")
     del sets, runs, again
     released, _ = referee.call_ref(ref, {"op": "release"}, deadline, "releasing the reference")
-    referee.account(ref, int(released.get("reserved", 0)))
-    elements = sum(math.prod(s["shape"]) for s in inputs_spec)
+    with _answered("output"):
+        referee.account(ref, int(released.get("reserved", 0)))
+        elements = sum(math.prod(s["shape"]) for s in inputs_spec)
     return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(reasons),
             "degenerate_reasons": reasons, "warnings": warnings, "deterministic": deterministic,
             "input_elements": elements, **_cost(referee, ref, deadline)}
@@ -156,3 +222,9 @@ def _cost(referee: Referee, ref: Any, deadline: float) -> dict[str, Any]:
     except (KeyError, ValidationError):
         pass
     return {"cost_unavailable": str(reply.get("cost_unavailable") or "not counted")[:300]}
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of a probe's own failure (file and line), so the bug report says where it is."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"{'/'.join(frames[-1].filename.split('/')[-2:])}:{frames[-1].lineno}" if frames else "an unknown place"

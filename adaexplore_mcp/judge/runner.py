@@ -34,10 +34,11 @@ from .runners import WATCHDOG_LEAD_S
 from .runner_timing import TimingOps
 from .stuck_watch import StuckWatch
 from .work_trace import ProgramOps, WorkTrace
-from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, describe
+from .classify import (STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, calm, classify, escaped, own_handlers,
+                       quiet, reference_error)
 
-MAX_FROM_REFEREE = 1 << 34
-CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)  # the referee is trusted; the bound only stops a corrupt stream
+MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
+CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)
 
 
 def kernel_cache_dir() -> Path:
@@ -50,10 +51,6 @@ def take_kernel_files(req: dict, bufs: list[bytes]) -> None:
     names = req.get("kernel_files") or []
     if names:
         write_tree(kernel_cache_dir(), list(zip(names, bufs)))
-
-
-class Stop(Exception):
-    """The referee said goodbye (or went away)."""
 
 
 class Runner(TimingOps, ReplayOps, ProgramOps):
@@ -72,6 +69,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         self.compiled: Any = None  # the reference under torch.compile, built once (speedup_compile)
         self.compile_error: str | None = None
         self.work_trace: WorkTrace | None = None  # the last recorded trial (work_trace.py), for `program`
+        self.handlers = own_handlers()  # put back after each call into user code (`calm`)
         if device == "cpu":  # the interpreter accepts what a GPU compiler rejects: compile for a GPU too
             from .frontend import Frontend
 
@@ -98,14 +96,18 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 reply, out = {"internal": f"bad request: {exc}"}, []
             except Exception as exc:  # noqa: BLE001 - e.g. the profiler failing: an answer, not a dead runner
                 reply, out = {"internal": f"{type(exc).__name__}: {safe_str(exc)[:300]}"}, []
+            except BaseException as exc:  # noqa: BLE001 - only user code raises these (classify.escaped)
+                reply, out = escaped(exc, self.role, self.file, self.handlers), []
             finally:
                 self.watch.disarm()
+                quiet(self.handlers)  # nothing user code armed goes off while the runner waits or answers
             trace.report(reply)
             wire.send(self.conn, reply, out)
             if reply.get("poisoned"):
                 os._exit(3)
 
     def _error(self, exc: BaseException, stage: str) -> dict[str, Any]:
+        quiet(self.handlers)  # a timer of the user's would interrupt the classifying
         c = classify(exc, stage, self.file)
         return {"verdict": c.verdict.value, "error": c.error.model_dump(), "poisoned": c.poisoned,
                 "oom": isinstance(exc, torch.OutOfMemoryError) or "out of memory" in safe_str(exc).lower()}
@@ -146,10 +148,8 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         return {"ok": True, "init_inputs": wire.encode_value(self.init_inputs, out)}
 
     def _ref_error(self, what: str, exc: BaseException) -> dict[str, Any]:
-        d = describe(exc, self.file)
-        where = f" at line {d.source_lineno}: `{d.source_line}`" if d.source_lineno else ""
-        oom = isinstance(exc, torch.OutOfMemoryError)
-        return {"ref_error": f"the reference's {what} raised {d.exception}: {d.message}{where}", "oom": oom}
+        quiet(self.handlers)  # a timer of the task's would interrupt the describing
+        return {"ref_error": reference_error(what, exc, self.file), "oom": isinstance(exc, torch.OutOfMemoryError)}
 
     def op_build(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Construct the model under the evaluation's seed, in the mode its constructor leaves it in."""
@@ -255,6 +255,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         precision.pin_tf32() if mode == "tf32" else precision.pin_strict()
         with torch.no_grad():
             result = self.model(*inputs)
+        calm(self.handlers)
         if sync:
             self._sync()
         precision.pin_strict()
@@ -312,6 +313,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         try:
             with torch.no_grad(), trace if trace is not None else contextlib.nullcontext():
                 result = self.model(*inputs)
+            calm(self.handlers)  # before the judge's own checks below run in this process
             self._sync()
         except BaseException as exc:  # noqa: BLE001
             launches.end()
@@ -345,10 +347,9 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         else:
             inputs = list(wire.decode_value(req["inputs"], bufs))
         detail, runs = bool(req.get("detail")), max(1, min(int(req.get("runs", 1)), 20))
-        model = self.model
         if detail:  # Triton's JIT compile and autotuning are not what a profile is asked about
             with torch.no_grad():
-                model(*inputs)
+                self.model(*inputs)
             torch.cuda.synchronize()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if detail else [ProfilerActivity.CUDA]
         launches.begin(self.module.__name__)
@@ -356,7 +357,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             with profile(activities=activities) as prof, torch.no_grad():
                 for _ in range(runs):
                     with record_function(CALL_MARK) if detail else contextlib.nullcontext():
-                        model(*inputs)
+                        self.model(*inputs)
                         torch.cuda.synchronize()
         finally:
             launched = launches.end()

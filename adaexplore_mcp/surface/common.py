@@ -164,17 +164,20 @@ class GuardedServer(MCPServer):
 
 
 @contextmanager
-def resource_errors() -> Iterator[None]:
-    """A caller's mistake is 'not found' with its text; a bug is a resource error naming its type and place."""
+def resource_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
+    """A caller's mistake is 'not found' with its text; a bug is a resource error naming its type and place.
+
+    `inputs` are the URI's parameters: a message that quotes one whole (a 5000-character task id) quotes only
+    its first 300 characters, as a tool's error does (`tool_errors`)."""
     try:
         yield
     except (ResourceError, MCPError):
         raise
     except Exception as exc:
         if is_user_error(exc):
-            raise ResourceNotFoundError(user_message(exc)) from exc
+            raise ResourceNotFoundError(shorten_quotes(user_message(exc), _strings(list(inputs)))) from exc
         logger.error("internal error in a resource: %s", describe(exc), exc_info=exc)
-        raise ResourceError(internal_error_message(exc)) from exc
+        raise ResourceError(shorten_quotes(internal_error_message(exc), _strings(list(inputs)))) from exc
 
 
 @contextmanager

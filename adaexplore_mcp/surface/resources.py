@@ -27,13 +27,13 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.resource("adaexplore://tasks/{task_id}/reference", mime_type="text/x-python")
     def task_reference(task_id: str) -> str:
         """A task's reference source (KernelBench format)."""
-        with resource_errors():
+        with resource_errors((task_id,)):
             return get_app().tasks.spec(task_id).source
 
     @mcp.resource("adaexplore://searches/{search_id}/nodes/{node_id}/kernel", mime_type="text/x-python")
     def node_kernel(search_id: str, node_id: str) -> str:
         """The full kernel source of one node of a search."""
-        with resource_errors():
+        with resource_errors((search_id, node_id)):
             if not (node_id.isascii() and node_id.isdigit()):
                 raise NotFound(f"node_id must be a whole number (a node of the search's tree), got {quote(node_id)}")
             if len(node_id) > 18:
@@ -43,19 +43,19 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.resource("adaexplore://searches/{search_id}/tree", mime_type="application/json")
     def search_tree(search_id: str) -> str:
         """A search's whole tree as JSON (without kernel sources)."""
-        with resource_errors():
+        with resource_errors((search_id,)):
             return get_app().search.get_search(search_id).model_dump_json()
 
     @mcp.resource("adaexplore://searches/{search_id}/best", mime_type="text/x-python")
     def best_kernel(search_id: str) -> str:
         """The best kernel of a search as a standalone KernelBench file."""
-        with resource_errors():
+        with resource_errors((search_id,)):
             return get_app().export_kernel(search_id).source
 
     @mcp.resource("adaexplore://searches/{search_id}/report.html", mime_type="text/html")
     def report(search_id: str) -> str:
         """The HTML report of a search (best speedup over steps and the tree)."""
-        with resource_errors():
+        with resource_errors((search_id,)):
             path = get_app().search_report(search_id, png=False).html_path
             with open(path, encoding="utf-8") as fh:
                 return fh.read()
@@ -63,7 +63,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.resource("adaexplore://evaluations/{eval_id}", mime_type="application/json")
     def evaluation(eval_id: str) -> str:
         """One stored evaluation, as JSON."""
-        with resource_errors():
+        with resource_errors((eval_id,)):
             return get_app().evaluation_json(eval_id)
 
     @mcp.resource("adaexplore://rules", mime_type="text/markdown")

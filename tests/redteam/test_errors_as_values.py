@@ -5,12 +5,15 @@ and a result the server can serialize; then a clean canary."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import adaexplore_mcp
 from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import ERROR_VERDICTS, as_json, assert_readable, canary, evaluate, summary
-from tests.test_judge_cases import GOOD, candidate
+from adaexplore_mcp.models import Evaluation, Verdict
+from tests.redteam.conftest import ERROR_VERDICTS, JUDGE_BUG, as_json, assert_readable, canary, evaluate, summary
+from tests.test_judge_cases import AFFINE_TASK, GOOD, candidate, task
 
 ODD = '''
 import os
@@ -146,3 +149,76 @@ def test_lone_surrogates_in_a_message_leave_a_serializable_result(judge: Judge, 
     canary(judge)
     assert ev.verdict in ERROR_VERDICTS, summary(ev)
     as_json(ev)
+
+
+# Found by the red team: a SIGALRM handler raising SystemExit, on a repeating itimer armed in forward, fired
+# inside the judge's own code in the runner; the runner exited with code 70 ("crashed ... a segfault?") and
+# the excerpt was the judge's traceback with host paths. The runner now disarms the timers and puts its own
+# handlers back after each call into user code; what still reaches its code is the user's error.
+JUDGE_DIR = str(Path(adaexplore_mcp.__file__).parent)
+EVIL_OUTPUT = '''
+
+class Evil(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        raise SystemExit(7)
+'''
+
+
+def alarm_exits(interval: float) -> str:
+    return ("        def h(*a): raise SystemExit(7)\n        signal.signal(signal.SIGALRM, h)\n"
+            f"        signal.setitimer(signal.ITIMER_REAL, {interval}, {interval})\n        return affine(x)")
+
+
+def assert_no_judge_frames(ev: Evaluation) -> None:
+    assert ev.error is not None and JUDGE_DIR not in ev.error.excerpt and "site-packages" not in ev.error.excerpt, \
+        summary(ev)
+    assert JUDGE_DIR not in ev.error.message, summary(ev)
+
+
+@pytest.mark.parametrize("interval", [0.05, 0.0001], ids=["50ms", "100us"])
+def test_a_repeating_alarm_whose_handler_exits_is_the_candidates_error(judge: Judge, interval: float) -> None:
+    ev = evaluate(judge, odd(alarm_exits(interval)))
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict in (Verdict.passed, Verdict.runtime_error), summary(ev)  # disarmed once forward returns
+    if ev.verdict == Verdict.runtime_error:
+        assert ev.error.exception == "SystemExit" and "candidate.py" in ev.error.excerpt, summary(ev)
+        assert_no_judge_frames(ev)
+
+
+def test_an_exit_raised_into_the_judges_code_is_the_candidates_runtime_error(judge: Judge) -> None:
+    """An output whose methods raise SystemExit: raised in the judge's code, after forward returned."""
+    ev = evaluate(judge, candidate("        return affine(x).as_subclass(Evil)", extra=ODD + EVIL_OUTPUT))
+    canary(judge)
+    assert_readable(ev)
+    assert ev.verdict == Verdict.runtime_error and ev.error.exception == "SystemExit", summary(ev)
+    assert "while the judge's code was running" in ev.error.message, summary(ev)
+    assert 'File "candidate.py"' in ev.error.excerpt and "__torch_function__" in ev.error.excerpt, summary(ev)
+    assert_no_judge_frames(ev)
+
+
+@pytest.mark.parametrize("where", ["forward", "import"])
+def test_a_reference_that_arms_an_exiting_alarm_still_judges(judge: Judge, where: str) -> None:
+    handler = "import signal\ndef _h(*a): raise SystemExit(3)\n"
+    if where == "import":
+        source = handler + "signal.signal(signal.SIGALRM, _h)\nsignal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)\n" \
+            + AFFINE_TASK
+    else:
+        source = handler + AFFINE_TASK.replace("        return x * 2 + 1", "        signal.signal(signal.SIGALRM, _h)\n"
+                                               "        signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)\n"
+                                               "        return x * 2 + 1")
+    spec = task(source, name=f"alarm_{where}")
+    probe = judge.probe_task(spec)
+    assert probe.ok, probe.error
+    ev = evaluate(judge, GOOD, task=spec)
+    canary(judge)
+    assert ev.verdict == Verdict.passed, summary(ev)
+
+
+def test_an_exit_raised_into_the_judges_code_by_a_reference_is_a_readable_probe_error(judge: Judge) -> None:
+    source = AFFINE_TASK.replace("return x * 2 + 1", "return (x * 2 + 1).as_subclass(Evil)") + EVIL_OUTPUT
+    probe = judge.probe_task(task(source, name="evil_reference"))
+    canary(judge)
+    assert not probe.ok and "the reference's code raised SystemExit while the judge's code" in probe.error, probe
+    assert "exit code" not in probe.error and JUDGE_BUG not in probe.error, probe.error
