@@ -59,6 +59,11 @@ def _compare_one(r: Any, o: Any, index: int, trial: int, atol: float, rtol: floa
             return {**base, "reason": reason, "expected_spec": _spec(r), "got_spec": _spec(o)}
     if r.numel() == 0:
         return None
+    if r.is_complex():  # both parts compared (a plain float64 copy would drop the imaginary one)
+        return _compare_one(torch.view_as_real(r.resolve_conj()), torch.view_as_real(o.resolve_conj()), index, trial,
+                            atol, rtol, max_rel_norm)
+    if not r.is_floating_point():
+        return _compare_exact(r, o, base)
     acc = _Scan(atol, rtol)
     rf, of = r.detach().reshape(-1), o.detach().reshape(-1)
     for start in range(0, rf.numel(), CHUNK):
@@ -77,6 +82,22 @@ def _compare_one(r: Any, o: Any, index: int, trial: int, atol: float, rtol: floa
     if acc.norm_err > max_rel_norm * acc.norm_ref + 0.5 * atol * n ** 0.5:
         return {**base, "reason": "norm", **stats, **where(acc.worst_err[1])}
     return None
+
+
+def _compare_exact(r: torch.Tensor, o: torch.Tensor, base: dict) -> dict | None:
+    """Integer and bool outputs (indices, counts, masks) must be equal: a tolerance would pass an argmax one
+    index off, and float64 rounds integers beyond 2**53."""
+    rf, of = r.detach().reshape(-1), o.detach().reshape(-1)
+    wrong, first = 0, -1
+    for start in range(0, rf.numel(), CHUNK):
+        ne = rf[start:start + CHUNK] != of[start:start + CHUNK]
+        count = int(ne.sum())
+        if count and first < 0:
+            first = start + int(torch.argmax(ne.to(torch.uint8)))
+        wrong += count
+    if not wrong:
+        return None
+    return {**base, "reason": "values", "mismatched_fraction": wrong / rf.numel(), **_where(first, r.shape, rf, of)}
 
 
 class _Scan:
