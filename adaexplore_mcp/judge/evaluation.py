@@ -131,6 +131,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
     try:
         started = time.monotonic()
         ref = ref_ee.reference(req["task"], deadline)
+        out.warnings.extend(ref.notes)
         cand = ref_ee.candidate_runner(deadline)
         out.fields["stages_ms"] = {"runners": round((time.monotonic() - started) * 1e3, 1)}
         out.fields["sandbox"] = ref_ee.sandbox

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import kernel_cache, sandbox
+from . import idle_watch, kernel_cache, sandbox
 from .kernel_cache import KernelCache
 from .reference_timings import ReferenceTimings
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
@@ -44,6 +44,8 @@ class Reference:
     runner: RunnerHandle
     init_inputs: Any  # the wire form of get_init_inputs(), ready to forward to a candidate
     init_buffers: list[bytes]
+    idle: idle_watch.IdleMark | None = None  # its CPU time when its last evaluation ended
+    notes: list[str] = dataclasses.field(default_factory=list)  # for the evaluation's warnings
 
 
 class Referee:
@@ -198,9 +200,14 @@ class Referee:
         """The task's loaded reference runner (cached); raises ReferenceFailure."""
         key = _reference_key(task)
         ref = self.refs.get(key)
-        if ref is not None and ref.runner.alive:
+        busy = idle_watch.busy_while_idle(ref.runner.pid, ref.idle) if ref is not None and ref.runner.alive else None
+        if ref is not None and ref.runner.alive and busy is None:
             self.refs.move_to_end(key)
+            ref.notes.clear()
             return ref
+        if ref is not None and busy is not None:
+            print(f"adaexplore-mcp judge: {busy}", file=sys.stderr, flush=True)
+            self.drop_reference(ref)
         self.refs.pop(key, None)
         runner = self._fork("ref")
         try:
@@ -213,7 +220,7 @@ class Referee:
         if "ref_error" in reply:
             runner.kill()
             raise ReferenceFailure(reply["ref_error"], bool(reply.get("oom")))
-        ref = Reference(key, runner, reply.get("init_inputs", {"list": []}), bufs)
+        ref = Reference(key, runner, reply.get("init_inputs", {"list": []}), bufs, notes=[busy] if busy else [])
         self.refs[key] = ref
         return ref
 
@@ -262,6 +269,7 @@ class Referee:
         try:
             reply, _ = self.call_ref(ref, {"op": "release"}, time.monotonic() + SETTLE_S, "releasing the reference")
             self.account(ref, int(reply.get("reserved", 0)))
+            ref.idle = idle_watch.mark(ref.runner.pid)
         except ReferenceFailure:
             pass
         except (ValueError, TypeError):  # a malformed answer: its channel cannot be trusted any more

@@ -202,3 +202,22 @@ def test_a_reference_writing_on_the_zygote_channel_cannot_break_the_next_evaluat
         raise AssertionError(f"probe_task raised {type(exc).__name__}: {str(exc)[-300:]}") from exc
     problems = _next_evaluations(fresh_judge)
     assert not problems, f"honest candidates after the hostile reference: {problems}"
+
+
+def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_judge: Judge) -> None:
+    """Found by a red team: a thread started at import kept a core busy in the cached reference runner between
+    evaluations (on a GPU it could run device work while another task's candidate is timed). The referee reads
+    the runner's CPU time from the host's /proc (judge/idle_watch.py) and replaces a runner that worked while
+    idle, with a warning on the evaluation that found it."""
+    spin = "import threading\n\ndef _spin():\n    while True:\n        pass\n\n" \
+           "threading.Thread(target=_spin, daemon=True).start()\n"
+    hostile = task(at_import(spin), name="spinner")
+    first = fresh_judge.evaluate(hostile, GOOD)
+    assert first.verdict == Verdict.passed and not first.warnings, summary(first)
+    time.sleep(2.5)  # idle: the thread keeps running in the cached reference's process
+    second = fresh_judge.evaluate(hostile, GOOD)
+    assert second.verdict == Verdict.passed, summary(second)
+    assert any("kept running between evaluations" in w for w in second.warnings), summary(second)
+    assert not _next_evaluations(fresh_judge, 1)  # another task's canary: judged right, no warning
+    time.sleep(1.5)  # an honest reference idles as long: kept, no warning
+    assert not _next_evaluations(fresh_judge, 1)

@@ -1,0 +1,84 @@
+"""Does a cached reference runner work while nobody asks it anything? Read from the host's /proc.
+
+A task's reference runner is kept between evaluations (referee.py). A hostile reference can start a thread at
+import that keeps running there: burning a core, or doing device work while another task's candidate is
+timed. The runner's own report of its threads cannot be trusted (the reference runs in that process), so the
+referee reads the CPU time of the runner's whole process tree from /proc, where the reference cannot reach:
+when an evaluation ends (`mark`), and again when the next one takes the runner (`busy_while_idle`). More CPU
+than IDLE_ALLOWANCE_S plus IDLE_SHARE of the idle time means something kept running; the referee replaces the
+runner and says why. Gaps shorter than MIN_IDLE_S are not judged (allocator and thread-pool wind-down).
+A thread that sleeps and wakes only during a timing is not caught this way.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+IDLE_ALLOWANCE_S = 0.5
+IDLE_SHARE = 0.1
+MIN_IDLE_S = 1.0
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class IdleMark:
+    cpu_s: float
+    at: float
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        pass
+    return kids
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of one process (all its threads), in seconds; 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds of `pid` and every process below it (None without /proc)."""
+    if not os.path.isdir(f"/proc/{pid}"):
+        return None
+    total, todo, seen = 0.0, [pid], set()
+    while todo and len(seen) < 4096:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _cpu_s(p)
+        todo += _children(p)
+    return total
+
+
+def mark(pid: int) -> IdleMark | None:
+    cpu = tree_cpu_s(pid)
+    return None if cpu is None else IdleMark(cpu, time.monotonic())
+
+
+def busy_while_idle(pid: int, since: IdleMark | None) -> str | None:
+    """Why the runner must be replaced, or None (never judged, or idle as it should be)."""
+    if since is None:
+        return None
+    idle = time.monotonic() - since.at
+    cpu = tree_cpu_s(pid)
+    if cpu is None or idle < MIN_IDLE_S:
+        return None
+    used = cpu - since.cpu_s
+    if used <= IDLE_ALLOWANCE_S + IDLE_SHARE * idle:
+        return None
+    return (f"the task's reference kept running between evaluations ({used:.1f} s of CPU in {idle:.1f} s idle: a "
+            "thread or process it started?); its process was replaced. A reference must not leave work running")
