@@ -35,8 +35,7 @@ from .referee_replay import PendingReplay, finish_replay, start_replay
 from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
-INTERP_TF32 = ("fp32 tl.dot is exact under the interpreter; on a GPU it defaults to TF32 "
-               "(input_precision='tf32'), so results may differ there")
+INTERP_TF32 = "fp32 tl.dot is exact under the interpreter; on a GPU it defaults to TF32 (input_precision='tf32')"
 INTERP_LOWP = "fp16/bf16 arithmetic is emulated by the interpreter; GPU rounding may differ"
 CAND_REPLY_SLACK = 1 << 20
 TRIAL_BATCH_BYTES = 4 << 30  # inputs, outputs and their copies of the trials run in one call
@@ -369,6 +368,11 @@ class Evaluation:
             out.reject("no_triton_kernel", "no Triton kernel defined in the candidate launched during the forward "
                        "call; the work must be done by the candidate's own @triton.jit kernels")
             return None
+        if reply.get("aliased") or reply.get("unsendable"):  # before the inputs: an unsendable answer has none
+            out.reject(*(("output_aliases_input", "an output shares storage with an input; write results to a new tensor")
+                         if reply.get("aliased") else ("bad_output", "an output cannot be sent to the judge as a plain "
+                                                       f"dense tensor (nested, sparse?): {str(reply['unsendable'])[:300]}")))
+            return None
         try:
             got = wire.decode_value(reply.get("outputs"), bufs, opened=opened)
         except wire.WireError as exc:
@@ -384,10 +388,6 @@ class Evaluation:
                 return None
         if changed is not None:
             out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
-            return None
-        if reply.get("aliased") or reply.get("unsendable"):
-            out.reject("output_aliases_input", "an output shares storage with an input; write results to a new "
-                       "tensor" + (f" ({reply['unsendable']})" if reply.get("unsendable") else ""))
             return None
         atol, rtol = self.tol
         return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)

@@ -40,8 +40,9 @@ def send(conn: Connection, header: dict[str, Any], buffers: list[bytes | memoryv
 
 
 def recv(conn: Connection, max_bytes: int) -> tuple[dict[str, Any], list[bytes]]:
-    """One message from a peer that may be hostile: every size is bounded before it is read."""
-    raw = conn.recv_bytes(MAX_HEADER_BYTES)
+    """One message from a peer that may be hostile: every size is bounded before it is read. An over-size
+    message is a WireError that says so (multiprocessing's own OSError would read as a dead peer)."""
+    raw = _bounded(conn, MAX_HEADER_BYTES, "its answer's description (too many outputs, or outputs nested too deep?)")
     try:
         header = json.loads(raw.decode("utf-8", errors="strict"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -53,10 +54,19 @@ def recv(conn: Connection, max_bytes: int) -> tuple[dict[str, Any], list[bytes]]
         raise WireError(f"bad buffer count {count!r}")
     buffers, total = [], 0
     for _ in range(count):
-        buf = conn.recv_bytes(max(1, max_bytes - total))
+        buf = _bounded(conn, max(1, max_bytes - total), "its answer's data (outputs too large?)")
         total += len(buf)
         buffers.append(buf)
     return header, buffers
+
+
+def _bounded(conn: Connection, limit: int, what: str) -> bytes:
+    try:
+        return conn.recv_bytes(limit)
+    except OSError as exc:
+        if "bad message length" not in str(exc):
+            raise
+        raise WireError(f"{what} is larger than the {limit} bytes the judge accepts") from None
 
 
 # -- tensors and values ----------------------------------------------------------------------------

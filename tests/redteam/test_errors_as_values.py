@@ -222,3 +222,18 @@ def test_an_exit_raised_into_the_judges_code_by_a_reference_is_a_readable_probe_
     canary(judge)
     assert not probe.ok and "the reference's code raised SystemExit while the judge's code" in probe.error, probe
     assert "exit code" not in probe.error and JUDGE_BUG not in probe.error, probe.error
+
+
+@pytest.mark.parametrize("body, said", [
+    ("        y = affine(x)\n        return [y] * 100000", "larger than"),  # an answer over the header's bound
+    ("        y = affine(x)\n        return torch.nested.nested_tensor([y, y[:3]])", "plain dense tensor"),
+])
+def test_outputs_the_judge_cannot_take_are_named_as_such(judge: Judge, body: str, said: str) -> None:
+    """Found by a red team: an over-size answer read as a dead runner ("a segfault?") and a nested tensor as
+    "did not send back its inputs"."""
+    ev = evaluate(judge, candidate(body))
+    canary(judge)
+    assert ev.verdict != Verdict.passed, summary(ev)
+    assert_readable(ev)
+    text = (ev.error.message if ev.error else "") + (ev.rejected.message if ev.rejected else "")
+    assert said in text and "segfault" not in text, summary(ev)
