@@ -81,6 +81,7 @@ def test_priming_runs_every_call_once_on_the_decoy_keeping_their_outputs_then_sa
     import weakref
 
     runner = Runner.__new__(Runner)
+    runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.conn = _Conn()
     outputs: list[weakref.ref] = []
     alive_at_each_call: list[int] = []
@@ -118,6 +119,7 @@ def test_the_runner_says_primed_before_it_receives_the_timed_sets(monkeypatch: p
     wire.send(type("C", (), {"send_bytes": lambda self, d: sets_message.append(bytes(d))})(),
               {"op": "time_sets", "sets": wire.encode_value([[1.0], [2.0]], [])})
     runner = Runner.__new__(Runner)
+    runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.conn = _Conn(sets_message)
     runner.kept, runner.bench, runner.role, runner.compiled = {}, None, "cand", None
     runner.model = lambda x: events.append(f"call {x}") or x * 2
@@ -197,6 +199,7 @@ def test_a_picked_output_that_differs_is_a_timed_mismatch_and_right_ones_pass() 
 
 def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indices() -> None:
     runner = Runner.__new__(Runner)
+    runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.kept = {"timed": ([torch.zeros(2), torch.ones(2)], [])}
     bufs: list = []
     reply = runner.op_timed_outputs({"indices": [1]}, [], bufs)
@@ -208,6 +211,7 @@ def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indice
 
 def test_the_reference_computes_outputs_only_for_the_picked_sets_from_its_own_inputs() -> None:
     runner = Runner.__new__(Runner)
+    runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.device = "cpu"
     calls: list[float] = []
 
@@ -250,6 +254,7 @@ def test_a_new_draw_drops_the_old_sets_of_its_key_before_it_allocates() -> None:
     under a key lets go of that key's old sets (and their packs and outputs) before get_inputs() runs,
     so its allocator reuses their memory instead of holding two blocks at once."""
     runner = Runner.__new__(Runner)
+    runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.device = "cpu"
     seen_when_drawing: list[list[str]] = []
 
