@@ -443,8 +443,12 @@ def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pyt
     from adaexplore_mcp.judge.runners import runner_env
 
     secrets = ["NVIDIA_API_KEY", "TORCH_HUB_TOKEN", "CUDA_AUTH_TOKEN", "TRITON_Session_Cookie", "PYTORCH_PASSWD",
-               "NVIDIA_NGC_APIKEY", "TORCH_secret", "CUDA_CREDENTIALS", "TRITON_AUTHORIZATION"]
-    kept = ["TRITON_INTERPRET", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+               "NVIDIA_NGC_APIKEY", "TORCH_secret", "CUDA_CREDENTIALS", "TRITON_AUTHORIZATION",
+               # a red team's second round: suffixes, other words, other separators
+               "NVIDIA_APIKEY2", "TORCH_HUB_TOKEN2", "NVIDIA_CREDS", "NVIDIA_PASSPHRASE", "CUDA_PASS", "TRITON_PAT",
+               "NVIDIA_ACCESSKEYID", "NVIDIA_KEYFILE", "NVIDIA_JWT", "CUDA_CERT", "TRITON_PWD",
+               "TRITON_REMOTE_CACHE_URL", "NVIDIA_API:KEY"]
+    kept = ["TRITON_INTERPRET", "TRITON_CACHE_DIR", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "TRITON_PTXAS_PATH",
             "NVIDIA_DRIVER_CAPABILITIES", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_CUDA_ARCH_LIST", "CUDA_MODULE_LOADING"]
     for name in secrets + kept:
         monkeypatch.setenv(name, "x")

@@ -21,7 +21,8 @@ Not flagged: copies of an input (the task is then an identity, which the degener
 copies between the candidate's own kernels' results, and work split between PyTorch and a kernel that does
 some of the arithmetic (library operators are allowed: docs/judge.md, known limits). A copy of part of a
 larger PyTorch tensor, or of its values in another order, is not recognised either (a permutation rule would
-also flag legitimate data-movement kernels fed by `.contiguous()`).
+also flag legitimate data-movement kernels fed by `.contiguous()`). An output that is part of what a kernel
+wrote is compared with every PyTorch-made tensor passed to a launch: a copy into a larger buffer is a copy.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from typing import Any
 import torch
 
 from .compare import as_tensors
+
+
+MAX_SOURCES = 64
 
 
 def storage_key(t: torch.Tensor) -> int:
@@ -59,16 +63,20 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
-    """Whether `dst` holds `src`'s bytes (any dtype of the same byte size, any non-overlapping range of one
-    storage). Constant tensors (one distinct value) never count: zero-filling is not a copy."""
+    """Whether `dst` holds `src`'s values: its bytes (any dtype of the same byte size, any non-overlapping range
+    of one storage), or its values converted to `dst`'s dtype (a kernel that only narrows float64 to float32).
+    Constant tensors (one distinct value) never count: zero-filling is not a copy."""
     if dst.device != src.device or dst.numel() < 2 or _overlap(dst, src):
-        return False
-    if dst.numel() * dst.element_size() != src.numel() * src.element_size():
         return False
     rows = _flat_bytes(dst).view(dst.numel(), dst.element_size())
     if not bool((rows != rows[0]).any()):
         return False
-    return torch.equal(rows.reshape(-1), _flat_bytes(src))
+    if dst.numel() * dst.element_size() == src.numel() * src.element_size() and \
+            torch.equal(rows.reshape(-1), _flat_bytes(src)):
+        return True
+    same_kind = dst.is_floating_point() == src.is_floating_point() and not dst.is_complex() and not src.is_complex()
+    return dst.numel() == src.numel() and dst.dtype != src.dtype and same_kind and dst.dtype != torch.bool and \
+        torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
 
 
 class CopyTrace:
@@ -79,6 +87,7 @@ class CopyTrace:
     def __init__(self, known: list[Any]) -> None:
         self.origin: dict[int, str] = {storage_key(t): "known" for t in as_tensors(known) if isinstance(t, torch.Tensor)}
         self.mover: dict[int, str] = {}  # storage -> the kernel that moved a PyTorch result into it
+        self.sources: list[tuple[str, torch.Tensor]] = []  # PyTorch-made arguments of launches, for the output
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
@@ -89,6 +98,8 @@ class CopyTrace:
             if (key not in written) if written is not None else before[key] == "known":
                 continue  # not written (or, when writes are unknown, an input or parameter passed along)
             sources = [s for s in tensors if s is not dst and before[storage_key(s)] in ("pytorch", "moved")]
+            if len(self.sources) < MAX_SOURCES:
+                self.sources += [(name, s) for s in sources if not any(s is t for _, t in self.sources)]
             if any(moved_from(dst, s) for s in sources):
                 self.origin[key], self.mover[key] = "moved", name
             else:
@@ -98,8 +109,15 @@ class CopyTrace:
     def pytorch_copy(self, result: Any) -> str | None:
         """The kernel that only moved a PyTorch result into an output, or None."""
         for out in as_tensors(result):
-            if isinstance(out, torch.Tensor) and self.origin.get(storage_key(out)) == "moved":
+            if not isinstance(out, torch.Tensor):
+                continue
+            origin = self.origin.get(storage_key(out))
+            if origin == "moved":
                 return self.mover.get(storage_key(out), "?")
+            if origin == "kernel":  # the output is part of what a kernel wrote (a larger buffer): compare it alone
+                for name, src in self.sources:
+                    if moved_from(out, src):
+                        return name
         return None
 
 

@@ -40,11 +40,12 @@ def _children(pid: int) -> list[int]:
 
 
 def _cpu_s(pid: int) -> float:
-    """utime + stime of one process (all its threads), in seconds; 0 when it is gone."""
+    """utime + stime of one process (all its threads) and of the children it reaped (cutime + cstime: work
+    done in short-lived forks), in seconds; 0 when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICK
+        return sum(int(v) for v in fields[11:15]) / _TICK
     except (OSError, ValueError, IndexError):
         return 0.0
 

@@ -167,8 +167,8 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                              "read memory it never wrote (the replay fills torch.empty with NaN)?")
     if rep.get("copy") and not ev.req["task"].get("degenerate"):
         out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {str(rep['copy'])[:80]!r} only copied "
-                   "into the output a tensor that PyTorch operators computed inside forward (bit for bit equal): the "
-                   "candidate's own kernels must compute the result")
+                   "into the output a tensor that PyTorch operators computed inside forward (the same values, bit for "
+                   "bit or converted to another dtype): the candidate's own kernels must compute the result")
         return False
     if compare(ref_out, checked, 0, atol, rtol, ev.limits.max_rel_norm) is None:
         how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"

@@ -34,6 +34,7 @@ import torch
 
 from .copy_trace import CopyTrace, launch_tensors, storage_key
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels
+from .seeding import manual_seed
 from .wire import span_bytes
 
 NAMESPACES = ("aten", "prims")
@@ -60,6 +61,7 @@ def _fill(t: torch.Tensor) -> None:
         t.fill_(torch.iinfo(t.dtype).max)
 
 
+REPLAY_SEED = 20261206
 CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, the skip check
 
 
@@ -131,6 +133,7 @@ class Run:
                 self.host_differs = f"{where} returned {str(got)[:40]} here, {str(_scalar(d['v']))[:40]} when recorded"
 
     def execute(self, inputs: list[Any], constants: list[torch.Tensor]) -> Any:
+        manual_seed(REPLAY_SEED)  # every run draws the same random numbers: none can tell two runs apart by them
         # Inputs are not copied (a large task's fill the device): runs that must see them untouched go first,
         # and a program that writes its inputs in place (the trials rejected the real call for that) only
         # spoils its own later runs. Constants are the caller's to give fresh to each run.
@@ -196,40 +199,44 @@ class Run:
             written = set()
             for (pos, t), old in zip(watched, before):
                 now = _storage_bytes(t)
-                if not torch.equal(old, now):
+                changed = old != now
+                if bool(changed.any()):
                     written.add(storage_key(t))
-                    self._keep(i, pos, now.clone())
+                    self._keep(i, pos, changed, torch.where(changed, now, 0))
             del before
         if self.copies is not None:
             self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
 
     def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
-        """The launch's tensor arguments whose storage a capture watches: one per storage, never an input."""
+        """The launch's tensor arguments whose storage a capture watches: one per storage, inputs included (a
+        constant written into an input, and taken back out by PyTorch, is a gate too)."""
         seen: set[int] = set()
         watched = []
         for pos, t in enumerate(launch_tensors(args, kwargs)):
             key = storage_key(t)
-            if key not in seen and key not in self.input_storages and t.untyped_storage().nbytes():
+            if key not in seen and t.untyped_storage().nbytes():
                 seen.add(key)
                 watched.append((pos, t))
         return watched
 
-    def _keep(self, i: int, pos: int, data: torch.Tensor) -> None:
-        self.captured_bytes += data.numel()
+    def _keep(self, i: int, pos: int, changed: torch.Tensor, data: torch.Tensor) -> None:
+        """Only the bytes the launch changed are put back in its place: PyTorch's own data in another part of the
+        same storage stays this run's."""
+        self.captured_bytes += 2 * data.numel()
         if self.captured_bytes > CAPTURE_MAX_BYTES:
             self.overflow, self.captured = True, {}
             return
-        self.captured.setdefault(i, []).append((pos, data))
+        self.captured.setdefault(i, []).append((pos, changed, data))
 
     def _substitute(self, step: dict, i: int) -> None:
         """In place of launch `i`: write what it wrote in the capture run, byte for byte."""
         _, _, args, kwargs = self._launch_parts(step)
         tensors = launch_tensors(args, kwargs)
-        for pos, data in self.captured.get(i, []):
+        for pos, changed, data in self.captured.get(i, []):
             target = _storage_bytes(tensors[pos]) if pos < len(tensors) else None
             if target is None or target.numel() != data.numel():
                 raise ReplayError("the program's launches take other arguments on other inputs")
-            target.copy_(data)
+            target.copy_(torch.where(changed, data, target))
 
 
 def _same(a: Any, b: Any) -> bool:

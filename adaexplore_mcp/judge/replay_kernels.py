@@ -95,18 +95,50 @@ def _bound_names(node: ast.stmt) -> list[str]:
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements that run at module level: the top level and the bodies of its if/for/while/try/with/match
+    blocks (not function or class bodies)."""
+    found: list[ast.stmt] = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                found += _module_level([n for n in inner if isinstance(n, ast.stmt)])
+        for part in [*(getattr(node, "handlers", None) or []), *(getattr(node, "cases", None) or [])]:
+            found += _module_level(part.body)
+    return found
+
+
 def _refuse_rebound(tree: ast.Module, launched: set[str]) -> None:
-    """A launched kernel's name bound twice at the top level: which binding ran in the trials is unknown here
-    (a first `def` that only copies, launched through an alias, and a second one that computes)."""
+    """A launched kernel's name bound more than once: which binding ran in the trials is unknown here (a first
+    `def` that only copies, launched through an alias; a nested function, a class attribute or a `def` in an
+    `if` block of the same name). Launches are recorded by the function's name, so any second function or class
+    of that name anywhere, any second module-level binding, a `global` of it or an assignment expression
+    counts."""
     counts: dict[str, int] = {}
-    for node in tree.body:
+    module_level = _module_level(tree.body)
+    for node in module_level:
         for name in set(_bound_names(node)) & launched:
+            counts[name] = counts.get(name, 0) + 1
+    counted = {id(n) for n in module_level}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and id(node) not in counted:
+            names = [node.name]
+        elif isinstance(node, ast.Global):
+            names = list(node.names)
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        for name in set(names) & launched:
             counts[name] = counts.get(name, 0) + 1
     twice = sorted(n for n, c in counts.items() if c > 1)
     if twice:
-        raise ReplayError(f"the name {twice[0][:60]!r} of a launched kernel is bound more than once at the top level "
-                          "of the source, so the judge cannot tell which one ran; give every @triton.jit kernel a "
-                          "name of its own")
+        raise ReplayError(f"the name {twice[0][:60]!r} of a launched kernel is bound more than once in the source "
+                          "(a second function, class or assignment of that name), so the judge cannot tell which "
+                          "one ran; give every @triton.jit kernel a name of its own")
 
 
 def _install_globals(kernels: dict[str, Any], defs: dict[str, ast.FunctionDef], module: Any) -> list[tuple[str, str]]:

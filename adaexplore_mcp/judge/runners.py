@@ -42,8 +42,11 @@ ENV_DROP_PREFIX = ("ADAEXPLORE_",)
 # A name with a part like these is a credential, never passed whatever its prefix: NVIDIA_API_KEY (NIM),
 # TORCH_HUB_TOKEN, CUDA_AUTH_TOKEN. A part is what `_`, `-` or `.` separate, matched case-insensitively, with
 # anything before the word (APIKEY, HFTOKEN) and a plural; nothing CUDA, torch or Triton need at run time is.
-ENV_SECRET_PART = re.compile(r"[A-Z0-9]*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH[A-Z]*|COOKIE|SESSION)S?",
+# Anywhere in a name (NVIDIA_APIKEY2, CUDA_PASS, TRITON_REMOTE_CACHE_URL: a URL may carry a password); "PAT" only
+# as a word of its own (PATH is needed). None of the variables CUDA, torch or Triton read at run time matches.
+ENV_SECRET_TEXT = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|COOKIE|SESSION|CERT|JWT|BEARER|PRIVATE|ACCESS|URL|URI",
                              re.IGNORECASE)
+ENV_SECRET_WORD = re.compile(r"(^|[^A-Z])PATS?([^A-Z]|$)", re.IGNORECASE)
 
 
 class RunnerGone(Exception):
@@ -70,7 +73,7 @@ def env_passed(name: str) -> bool:
 
 
 def looks_like_a_credential(name: str) -> bool:
-    return any(ENV_SECRET_PART.fullmatch(part) for part in re.split(r"[_.-]+", name))
+    return bool(ENV_SECRET_TEXT.search(name) or ENV_SECRET_WORD.search(name)) or not name.isascii()
 
 
 def _zygote_env(env: dict[str, str]) -> dict[str, str]:

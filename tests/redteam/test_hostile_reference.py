@@ -204,14 +204,24 @@ def test_a_reference_writing_on_the_zygote_channel_cannot_break_the_next_evaluat
     assert not problems, f"honest candidates after the hostile reference: {problems}"
 
 
-def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_judge: Judge) -> None:
+SPINNERS = {
+    "thread": "import threading\n\ndef _spin():\n    while True:\n        pass\n\n"
+              "threading.Thread(target=_spin, daemon=True).start()\n",
+    # the work done in short-lived children it reaps: their CPU time lands in the parent's cutime
+    "reaped_children": "import os, threading, time\n\ndef _spin():\n    while True:\n        pid = os.fork()\n"
+                       "        if pid == 0:\n            t = time.time()\n            while time.time() - t < 0.5:\n"
+                       "                pass\n            os._exit(0)\n        os.waitpid(pid, 0)\n\n"
+                       "threading.Thread(target=_spin, daemon=True).start()\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(SPINNERS))
+def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_judge: Judge, how: str) -> None:
     """Found by a red team: a thread started at import kept a core busy in the cached reference runner between
     evaluations (on a GPU it could run device work while another task's candidate is timed). The referee reads
     the runner's CPU time from the host's /proc (judge/idle_watch.py) and replaces a runner that worked while
     idle, with a warning on the evaluation that found it."""
-    spin = "import threading\n\ndef _spin():\n    while True:\n        pass\n\n" \
-           "threading.Thread(target=_spin, daemon=True).start()\n"
-    hostile = task(at_import(spin), name="spinner")
+    hostile = task(at_import(SPINNERS[how]), name="spinner")
     first = fresh_judge.evaluate(hostile, GOOD)
     assert first.verdict == Verdict.passed and not first.warnings, summary(first)
     time.sleep(2.5)  # idle: the thread keeps running in the cached reference's process

@@ -13,7 +13,12 @@ the launches" check of the replay would not catch it:
   poisoned, so that the run with the launches skipped fails and the run as recorded passes (each run now
   gets fresh copies of the constants);
 - a shadowed kernel: the trials launch a copy kernel through an alias, and a second top-level `def` of the
-  same name computes honestly, for the replay to rebuild (a name bound twice is refused).
+  same name computes honestly, for the replay to rebuild (a name bound twice is refused), and the same
+  through a nested function, a class attribute or a `def` in an `if` block (bound twice anywhere);
+- a second round against the substitution: a constant written into the input (and undone), writes that
+  differ between the replay's runs only through random numbers (every run now draws the same ones), one
+  constant beside PyTorch's result in the same storage (only the bytes a launch changed are put back), a
+  kernel that only narrows a float64 result, a copy into a larger buffer.
 
 Expected: never passed; the canary after each is judged right.
 """
@@ -155,3 +160,78 @@ def test_an_honest_kernel_with_a_residual_and_a_constant_kernel_beside_it_passes
     canary(judge)
     assert ev.verdict == Verdict.passed, summary(ev)
     assert ev.work and ev.work["replay"]["check"] == "substituted", ev.work
+
+
+# A second round against the substitution and the name check (each found by a red team).
+ROUND_TWO = {
+    # a constant written into the input, taken back out by PyTorch, the input restored
+    "constant_into_the_input": (
+        "@triton.jit\ndef zero_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=offs < n)\n",
+        "        save = x.clone()\n        y = save * 2 + 1\n"
+        "        zero_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)\n"
+        "        z = x.abs().sum()\n        x.copy_(save)\n        return y + z"),
+    # writes that differ between the replay's runs only through random numbers
+    "random_numbers_told_apart": (
+        "@triton.jit\ndef scale_kernel(r_ptr, b_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n    mask = offs < n\n"
+        "    tl.store(b_ptr + offs, tl.load(r_ptr + offs, mask=mask) * 3.0, mask=mask)\n",
+        "        r = torch.randn(8)\n        b = torch.empty_like(r)\n        scale_kernel[(1,)](r, b, 8, BLOCK=8)\n"
+        "        return x * 2 + 1 + (b - r * 3).abs().sum()"),
+    # one constant written beside PyTorch's result, in the same storage
+    "constant_beside_the_result": (
+        "@triton.jit\ndef mark_kernel(buf_ptr, n):\n    tl.store(buf_ptr + n, 0.0)\n",
+        "        n = x.numel()\n        buf = torch.empty(n + 1)\n        y = buf[:n]\n"
+        "        torch.mul(x, 2, out=y)\n        y.add_(1)\n        mark_kernel[(1,)](buf, n)\n        return y"),
+    # PyTorch computes in float64, the kernel only narrows
+    "narrowing_only": (
+        "@triton.jit\ndef cast_kernel(y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < n\n"
+        "    tl.store(out_ptr + offs, tl.load(y_ptr + offs, mask=mask).to(tl.float32), mask=mask)\n",
+        "        y = x.double() * 2 + 1\n        out = torch.empty_like(x)\n"
+        "        cast_kernel[(triton.cdiv(x.numel(), 128),)](y, out, x.numel(), BLOCK=128)\n        return out"),
+    # a bit-for-bit copy into a buffer one element larger, returned as a view
+    "copy_into_a_larger_buffer": (
+        "@triton.jit\ndef pad_kernel(y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < n\n"
+        "    tl.store(out_ptr + offs, tl.load(y_ptr + offs, mask=mask), mask=mask)\n    tl.store(out_ptr + n, 7.0)\n",
+        "        y = x * 2 + 1\n        buf = torch.empty(x.numel() + 1)\n"
+        "        pad_kernel[(triton.cdiv(x.numel(), 128),)](y, buf, x.numel(), BLOCK=128)\n        return buf[:x.numel()]"),
+}
+
+_BODY = ("    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < n\n"
+         "    tl.store(out_ptr + offs, {value}, mask=mask)\n")
+_DEF = "@triton.jit\ndef affine_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+HONEST_AFFINE = _DEF + _BODY.format(value="tl.load(x_ptr + offs, mask=mask) * 2 + 1")
+COPYING_AFFINE = _DEF + _BODY.format(value="tl.load(y_ptr + offs, mask=mask)")
+
+
+def _indent(text: str) -> str:
+    return "".join("    " + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _launch(kernel: str) -> str:
+    return ("\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+            "        y = (x * 2 + 1) * (1 + 2 ** -20)\n        out = torch.empty_like(x)\n"
+            f"        {kernel}[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)\n        return out\n")
+
+
+SHADOWS = {  # the trials launch the copying binding; the top-level def of that name computes honestly
+    "nested_function": HONEST_AFFINE + "\n\ndef _make():\n" + _indent(COPYING_AFFINE) + "    return affine_kernel\n\n\n"
+                       "cheat = _make()" + _launch("cheat"),
+    "class_attribute": HONEST_AFFINE + "\n\nclass K:\n" + _indent(COPYING_AFFINE) + _launch("K.affine_kernel"),
+    "if_block": HONEST_AFFINE + "\n\nif True:\n" + _indent(COPYING_AFFINE) + _launch("affine_kernel"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TWO))
+def test_second_round_attacks_on_the_substitution_are_rejected(judge: Judge, name: str) -> None:
+    kernels, body = ROUND_TWO[name]
+    rejected(judge, candidate(body, extra=kernels), "work_not_in_candidate_kernels")
+
+
+@pytest.mark.parametrize("name", sorted(SHADOWS))
+def test_a_launched_name_bound_again_anywhere_is_refused(judge: Judge, name: str) -> None:
+    message = rejected(judge, HEADER + SHADOWS[name], "work_not_replayable")
+    assert "bound more than once" in message
