@@ -205,9 +205,8 @@ class Referee:
             self.refs.move_to_end(key)
             ref.notes.clear()
             return ref
-        if ref is not None and busy is not None:
-            print(f"adaexplore-mcp judge: {busy}", file=sys.stderr, flush=True)
-            self.drop_reference(ref)
+        if ref is not None and (busy is not None or not ref.runner.alive):
+            self.drop_reference(ref, busy or "its process had ended")
         self.refs.pop(key, None)
         runner = self._fork("ref")
         try:
@@ -240,7 +239,7 @@ class Referee:
         if "ref_error" in reply or "internal" in reply:
             oom = bool(reply.get("oom"))
             if oom:
-                self.drop_reference(ref)
+                self.drop_reference(ref, f"out of device memory while {what}")
             raise ReferenceFailure(str(reply.get("ref_error") or reply.get("internal")), oom)
         return reply, bufs
 
@@ -255,10 +254,8 @@ class Referee:
                 continue
             evicted = self.refs[key].runner.bytes
             total -= evicted
-            print(f"adaexplore-mcp judge: reference of {key[0][:40]!r} evicted ({evicted >> 20} MiB; cached references "
-                  f"held {(total + evicted) >> 20} MiB, budget {self.budget >> 20} MiB, {len(self.refs)} cached)",
-                  file=sys.stderr, flush=True)
-            self.drop_reference(self.refs[key])
+            self.drop_reference(self.refs[key], f"evicted ({evicted >> 20} MiB; cached references held "
+                                f"{(total + evicted) >> 20} MiB, budget {self.budget >> 20} MiB, {len(self.refs)} cached)")
 
     def settle(self, ref: Reference) -> None:
         """The end of an evaluation, however it ended: the reference lets go of everything it lent and of its
@@ -273,15 +270,19 @@ class Referee:
         except ReferenceFailure:
             pass
         except (ValueError, TypeError):  # a malformed answer: its channel cannot be trusted any more
-            self.drop_reference(ref)
+            self.drop_reference(ref, "a malformed answer to its last release")
 
     def forget(self, task: dict) -> None:
         """Kill the task's reference runner (after it answered out of step)."""
         ref = self.refs.get(_reference_key(task))
         if ref is not None:
-            self.drop_reference(ref)
+            self.drop_reference(ref, "it answered out of step")
 
-    def drop_reference(self, ref: Reference) -> None:
+    def drop_reference(self, ref: Reference, why: str = "") -> None:
+        """Kill a cached reference; `why` goes to the worker's log (a warm evaluation that meets a fresh
+        reference runner pays its load and its torch.compile again: the log says what caused it)."""
+        if why:
+            print(f"adaexplore-mcp judge: reference of {ref.key[0][:40]!r} dropped: {why}", file=sys.stderr, flush=True)
         self.refs.pop(ref.key, None)
         ref.runner.close()
 
@@ -289,7 +290,7 @@ class Referee:
         """Free device memory now (after an out-of-memory): every cached reference except `keep` goes."""
         dropped = 0
         for key in [k for k in self.refs if k != keep]:
-            self.drop_reference(self.refs[key])
+            self.drop_reference(self.refs[key], "every cached reference released after an out-of-memory")
             dropped += 1
         return dropped
 
