@@ -85,8 +85,8 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
         except KeyboardInterrupt:  # cut at the batch's time cap: keep what was measured
             report["cut_short"] = True
     finally:
+        report["worker_log_notes"] = worker_log_notes(home)
         judge.close()
-    report["worker_log_notes"] = worker_log_notes(home)
     warm_all = [t["warm_median_s"] for t in report["tasks"]]
     report["warm_median_all_s"] = statistics.median(warm_all) if warm_all else None
     for kind, reused in (("fresh", False), ("reused", True)):  # the reference timed for the evaluation, or reused

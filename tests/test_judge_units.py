@@ -325,3 +325,23 @@ def test_the_runners_seeding_leaves_the_states_torch_manual_seed_leaves() -> Non
         seeding.manual_seed(seed)
         got = (torch.randn(7), torch.nn.Linear(4, 3).weight.detach().clone(), torch.rand(3))
         assert all(torch.equal(a, b) for a, b in zip(expected, got))
+
+
+def test_a_reference_taken_again_mid_evaluation_is_not_judged_idle(tmp_path, monkeypatch) -> None:
+    """The idle watch judges a cached reference runner once, when an evaluation first takes it: the profile and
+    the probe take it again mid-evaluation, when it is busy with that evaluation's work (on a GPU this dropped
+    the reference under its own evaluation)."""
+    from adaexplore_mcp.judge import idle_watch, referee as referee_mod
+
+    class FakeRunner:
+        pid, alive = 4242, True
+
+    ref = referee_mod.Reference(("m", ()), FakeRunner(), {"list": []}, [], idle=idle_watch.IdleMark(0.0, 0.0))
+    seen = []
+    monkeypatch.setattr(idle_watch, "busy_while_idle", lambda pid, mark: seen.append(mark) or None)
+    monkeypatch.setattr(referee_mod, "_reference_key", lambda task: ("m", ()))
+    ee = referee_mod.Referee.__new__(referee_mod.Referee)
+    from collections import OrderedDict
+    ee.refs = OrderedDict({("m", ()): ref})
+    assert ee.reference({}, 0.0) is ref and ee.reference({}, 0.0) is ref
+    assert seen == [idle_watch.IdleMark(0.0, 0.0), None]  # judged on the first take only

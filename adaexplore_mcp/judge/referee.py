@@ -56,6 +56,10 @@ class Referee:
         log_dir.mkdir(parents=True, exist_ok=True)
         cache_dir.mkdir(parents=True, exist_ok=True)
         env = runner_env({})  # the zygote points each runner's kernel caches into its own scratch space
+        # torch.compile of a reference compiles in its own process: Inductor's pool of compile workers would keep
+        # importing torch in children of the cached reference after its evaluation, which the idle watch
+        # (idle_watch.py) cannot tell from work a hostile reference leaves running
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         self.kernels = KernelCache(cache_dir / "kernels")
         self.trusted_kernels: list[tuple[str, bytes]] = []
         self.replay_launchers: dict[str, bytes] = {}  # kernel_files(native=False)
@@ -203,7 +207,9 @@ class Referee:
         busy = idle_watch.busy_while_idle(ref.runner.pid, ref.idle) if ref is not None and ref.runner.alive else None
         if ref is not None and ref.runner.alive and busy is None:
             self.refs.move_to_end(key)
-            ref.notes.clear()
+            if ref.idle is not None:  # the first take since its last evaluation ended: a new evaluation starts
+                ref.idle = None  # (the profile and the probe take it again mid-evaluation: it is busy then)
+                ref.notes.clear()
             return ref
         if ref is not None and (busy is not None or not ref.runner.alive):
             self.drop_reference(ref, busy or "its process had ended")
