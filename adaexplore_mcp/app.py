@@ -24,7 +24,8 @@ from adaexplore_mcp.models import Evaluation, ExportedKernel, SearchReport, Task
 from adaexplore_mcp.search import MIGRATIONS as SEARCH_MIGRATIONS
 from adaexplore_mcp.search import SearchService, SearchTree
 from adaexplore_mcp.store import Migration, Store, dumps
-from adaexplore_mcp.tasks.format import TaskFormatError, TaskSpec, check_small_shapes, check_static, source_hash
+from adaexplore_mcp.tasks.format import (TaskFormatError, TaskSpec, check_small_shapes, check_static, check_task_name,
+                                         source_hash)
 from adaexplore_mcp.tasks.registry import MIGRATIONS as TASK_MIGRATIONS
 from adaexplore_mcp.tasks.registry import TaskRegistry
 from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
@@ -72,8 +73,7 @@ class App:
         without small_shapes get a warning with small_shapes to paste (computed from the source's
         constants and the probed shapes; the task's code never runs in this process).
         """
-        if not name or not name.strip():
-            raise UserError("name must be a non-empty string, e.g. 'fused_gelu'")
+        check_task_name(name)
         check_static(reference_source, self.settings.max_source_bytes)
         shapes = check_small_shapes(reference_source, small_shapes)
         on_cpu = self.judge.backend != "cuda"

@@ -348,3 +348,25 @@ def test_a_real_probe_timeout_suggests_small_shapes(tmp_path: Path):
     message = str(info.value)
     assert "did not finish within the time limit" in message
     assert suggested(message) == {"n_rows": 256, "n_cols": 256}
+
+
+@pytest.mark.parametrize("name, said", [
+    ("affine\nimport os; os.system('echo pwned')\n#", "one line of printable characters"),
+    ("n" * 2_000_000, "the limit is"),
+    ("\u202eevil", "printable"),
+])
+def test_a_task_name_is_one_short_printable_line(name: str, said: str) -> None:
+    """Found by a red team: a newline in a name wrote code into an exported kernel's header, and a 2 MB name
+    made every later list_tasks answer 2 MB."""
+    from adaexplore_mcp.tasks.format import TaskFormatError, check_task_name
+
+    with pytest.raises(TaskFormatError, match=said):
+        check_task_name(name)
+    check_task_name("fused gelu (v2)")
+
+
+def test_an_exported_header_comments_every_line_of_a_stored_name() -> None:
+    from adaexplore_mcp.export.kernel_file import KernelMeta, _header
+
+    header = _header(KernelMeta(task="affine\nimport os; os.system('x')\n#"))
+    assert all(line.startswith("#") for line in header.splitlines()), header

@@ -135,7 +135,9 @@ def _header(meta: KernelMeta) -> str:
         "    model = ModelNew(*get_init_inputs()).cuda()",
         "    out = model(*[x.cuda() for x in get_inputs()])",
     ]
-    return "\n".join(f"# {line}".rstrip() for line in lines)
+    # every physical line commented: a task name or note with a line break in it (stored before names were
+    # checked, say) must not write code into the exported file
+    return "\n".join(f"# {part}".rstrip() for line in lines for part in (str(line).splitlines() or [""]))
 
 
 def standalone_kernel_file(

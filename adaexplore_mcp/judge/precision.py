@@ -15,6 +15,49 @@ from .. import pyparse
 
 LOW_DTYPES = ("float16", "half", "bfloat16", "float8")
 LOW_METHODS = ("half", "bfloat16")
+LOW_NAMES = ("float16", "half", "bfloat16", "HalfTensor", "BFloat16Tensor")  # under any module name (an alias)
+
+
+def is_low_name(name: str) -> bool:
+    """A dtype (or tensor type) name below float32, whatever module it is reached through: `th.float16` after
+    `import torch as th`, `F16` after `from triton.language import float16 as F16`, `torch.HalfTensor`."""
+    return name in LOW_NAMES or name.startswith("float8")
+
+
+def _low_triton_dtype(name: str) -> bool:
+    return name.startswith(("fp16", "bf16", "fp8")) or is_low_name(name)
+
+
+def program_reasons(program: Any) -> list[str]:
+    """What the recorded forward call (work_trace.py) shows of lower precision, whatever the source looks like:
+    a dtype below float32 among its operators' arguments (a cast, an allocation)."""
+    found: list[str] = []
+
+    def walk(value: Any, op: str) -> None:
+        if isinstance(value, dict):
+            dtype = value.get("dtype")
+            if isinstance(dtype, str) and is_low_name(dtype) and len(found) < 4:
+                text = f"the recorded call made {dtype} tensors ({op[:60]})"
+                if text not in found:
+                    found.append(text)
+            for v in value.values():
+                walk(v, op)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, op)
+
+    if not isinstance(program, dict):
+        return found
+    for step in program.get("steps") or []:
+        if isinstance(step, dict) and "op" in step:
+            walk([step.get("args"), step.get("kwargs")], str(step["op"]))
+        elif isinstance(step, dict) and "alias" in step:
+            walk({"dtype": step.get("dtype")}, "a view of another dtype")
+    for name, reads in (program.get("kernels") or {}).items():  # module-level Triton dtypes a kernel reads
+        for desc in (reads or {}).values() if isinstance(reads, dict) else []:
+            if isinstance(desc, dict) and _low_triton_dtype(str(desc.get("tl_dtype", ""))) and len(found) < 6:
+                found.append(f"kernel {str(name)[:40]} reads a module-level {str(desc['tl_dtype'])[:12]} dtype")
+    return found
 STRICT_DOT_KWARGS = {"input_precision": ("ieee",), "allow_tf32": (False,)}
 
 
@@ -99,10 +142,15 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
             reasons.append(line)
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if is_low_name(alias.name):
+                    add(f"imports {alias.name} from {node.module}: computes below float32", node)
+        elif isinstance(node, ast.Attribute):
             name = _dotted(node)
             leaf = node.attr
-            if any(leaf.startswith(d) for d in LOW_DTYPES) and name.split(".")[0] in ("tl", "torch", "triton"):
+            if is_low_name(leaf) or (any(leaf.startswith(d) for d in LOW_DTYPES) and
+                                     name.split(".")[0] in ("tl", "torch", "triton")):
                 add(f"uses {name}: computes below float32", node)
             elif "autocast" in leaf or name.endswith("amp.autocast"):
                 add(f"uses {name}: autocast computes matmuls/convolutions in fp16/bf16", node)

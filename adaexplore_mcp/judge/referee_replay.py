@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from . import wire
+from . import precision, wire
 from .compare import compare, nbytes
 from .runners import RunnerGone, RunnerHandle
 
@@ -134,6 +134,9 @@ def _gone(ev: Any, exc: RunnerGone) -> bool:
 
 def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) -> bool:
     out, program, ref_out = ev.out, pending.program, pending.ref_out
+    for reason in precision.relative_to_task(precision.program_reasons(program), out.task_dtype):
+        if reason not in out.precision_reasons:  # seen in what ran, however the source names it
+            out.precision_reasons.append(reason)
     if prep.get("replay_error") or not prep.get("ok"):
         return _unreplayable(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"))
     if rep.get("replay_error") or "full" not in rep:

@@ -133,6 +133,22 @@ def _bind_int_constants(target: ast.expr, value: ast.expr, out: dict[str, int]) 
             _bind_int_constants(t, v, out)
 
 
+MAX_NAME_CHARS = 120
+
+
+def check_task_name(name: object) -> None:
+    """A task's name is one line of printable text: it is shown in every list, brief and report, and written
+    into exported files' headers (a newline in it wrote code outside the header's comment)."""
+    if not isinstance(name, str) or not name.strip():
+        raise TaskFormatError("name must be a non-empty string, e.g. 'fused_gelu'")
+    if len(name) > MAX_NAME_CHARS:
+        raise TaskFormatError(f"name is {len(name)} characters; the limit is {MAX_NAME_CHARS} (put details in "
+                              "`description`)")
+    bad = next((c for c in name if not c.isprintable()), None)
+    if bad is not None:
+        raise TaskFormatError(f"name must be one line of printable characters; it contains {bad!r} (U+{ord(bad):04X})")
+
+
 def check_static(source: str, max_bytes: int, required: tuple[str, ...] = REQUIRED_NAMES) -> ast.Module:
     """Parse and check the required names without running anything; raise TaskFormatError."""
     if not source or not source.strip():
