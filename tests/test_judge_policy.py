@@ -13,6 +13,7 @@ import pytest
 
 from adaexplore_mcp.judge import seccomp
 from adaexplore_mcp.judge.referee import HOST_PRIVATE_DIRS, Referee, sandbox_policy
+from tests.bpf_sim import run_bpf
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox needs Linux")
 
@@ -55,16 +56,7 @@ def test_the_seccomp_program_jumps_land_on_allow_or_deny() -> None:
             assert {i + 1 + jt, i + 1 + jf} <= set(range(i + 1, len(prog)))
     # socket(AF_UNIX) -> deny; socket(AF_INET) and other calls -> allow; another ABI -> deny
     def run(arch: int, nr: int, arg0: int) -> int:
-        data, acc, pc = {0: nr, 4: arch, 16: arg0}, 0, 0
-        while True:
-            code, jt, jf, k = prog[pc]
-            if code == 0x20:
-                acc, pc = data[k], pc + 1
-            elif code == 0x06:
-                return k
-            else:
-                hit = acc == k if code == 0x15 else acc >= k
-                pc = pc + 1 + (jt if hit else jf)
+        return run_bpf(prog, nr, arch, arg0)
     assert run(0xC000003E, 41, 1) == deny_value()
     assert run(0xC000003E, 41, 2) == seccomp.SECCOMP_RET_ALLOW
     assert run(0xC000003E, 0, 1) == seccomp.SECCOMP_RET_ALLOW

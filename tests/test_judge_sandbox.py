@@ -23,6 +23,7 @@ import pytest
 
 from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, enter
 from adaexplore_mcp.judge.sandbox_probe import capabilities
+from tests.bpf_sim import run_bpf
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox needs Linux"),
@@ -422,15 +423,7 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     prog = seccomp.program(arch, nr_socket, other_abi, refused)
 
     def run(nr: int, arg0: int = 0, arch_seen: int = arch) -> int:
-        data, acc, pc = {0: nr, 4: arch_seen, 16: arg0}, 0, 0
-        while True:
-            code, jt, jf, k = prog[pc]
-            if code == 0x20:
-                acc, pc = data[k], pc + 1
-            elif code == 0x06:
-                return k
-            else:
-                pc += 1 + (jt if (acc == k if code == 0x15 else acc >= k) else jf)
+        return run_bpf(prog, nr, arch_seen, arg0)
 
     deny = seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES
     assert [run(nr) for nr in refused] == [deny] * len(refused)
