@@ -101,7 +101,7 @@ def worker_log_notes(home: Path, limit: int = 60) -> list[str]:
     notes = []
     for log in sorted((home / "logs").glob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
-            if line.startswith("adaexplore-mcp judge:") and "sandbox" not in line:
+            if line.startswith("adaexplore-mcp judge:"):  # drops, losses, a relaxed sandbox and why
                 notes.append(f"{log.name.split('-')[0]}: {line[len('adaexplore-mcp judge: '):][:300]}")
     return notes[:limit]
 
