@@ -345,3 +345,32 @@ def test_a_reference_taken_again_mid_evaluation_is_not_judged_idle(tmp_path, mon
     ee.refs = OrderedDict({("m", ()): ref})
     assert ee.reference({}, 0.0) is ref and ee.reference({}, 0.0) is ref
     assert seen == [idle_watch.IdleMark(0.0, 0.0), None]  # judged on the first take only
+
+
+def test_a_header_nested_deeper_than_the_stack_is_a_wire_error() -> None:
+    """A hostile runner's JSON nested 200,000 deep made json.loads raise RecursionError, which no caller
+    expected from the wire (a message the judge cannot read must be a WireError, a broken protocol)."""
+    import threading
+    from multiprocessing import Pipe
+
+    from adaexplore_mcp.judge import wire
+
+    ours, theirs = Pipe()
+    sender = threading.Thread(target=lambda: theirs.send_bytes(b"[" * 200_000 + b"]" * 200_000))
+    sender.start()
+    with pytest.raises(wire.WireError, match="RecursionError"):
+        wire.recv(ours, 1 << 20)
+    sender.join()
+
+
+def test_precision_reads_a_forged_program_without_failing() -> None:
+    from adaexplore_mcp.judge.precision import program_reasons
+
+    deep: list = []
+    cur = deep
+    for _ in range(100_000):
+        cur.append([])
+        cur = cur[0]
+    for program in (None, 5, {"steps": 5, "kernels": [1]}, {"steps": [1, {"op": "x", "args": deep}]}):
+        assert program_reasons(program) == []
+    assert program_reasons({"steps": [{"op": "aten::_to_copy", "kwargs": {"dtype": {"dtype": "bfloat16"}}}]})

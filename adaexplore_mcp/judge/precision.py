@@ -33,27 +33,28 @@ def program_reasons(program: Any) -> list[str]:
     a dtype below float32 among its operators' arguments (a cast, an allocation)."""
     found: list[str] = []
 
-    def walk(value: Any, op: str) -> None:
-        if isinstance(value, dict):
-            dtype = value.get("dtype")
-            if isinstance(dtype, str) and is_low_name(dtype) and len(found) < 4:
+    def walk(value: Any, op: str) -> None:  # iterative: a forged program may nest deeper than the stack
+        todo = [value]
+        while todo and len(found) < 4:
+            item = todo.pop()
+            if isinstance(item, dict):
+                dtype = item.get("dtype")
                 text = f"the recorded call made {dtype} tensors ({op[:60]})"
-                if text not in found:
+                if isinstance(dtype, str) and is_low_name(dtype) and text not in found:
                     found.append(text)
-            for v in value.values():
-                walk(v, op)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v, op)
+                todo.extend(item.values())
+            elif isinstance(item, list):
+                todo.extend(item)
 
     if not isinstance(program, dict):
         return found
-    for step in program.get("steps") or []:
+    steps, kernels = program.get("steps"), program.get("kernels")  # a forged program may hold anything
+    for step in steps if isinstance(steps, list) else []:
         if isinstance(step, dict) and "op" in step:
             walk([step.get("args"), step.get("kwargs")], str(step["op"]))
         elif isinstance(step, dict) and "alias" in step:
             walk({"dtype": step.get("dtype")}, "a view of another dtype")
-    for name, reads in (program.get("kernels") or {}).items():  # module-level Triton dtypes a kernel reads
+    for name, reads in (kernels if isinstance(kernels, dict) else {}).items():  # module-level Triton dtypes it reads
         for desc in (reads or {}).values() if isinstance(reads, dict) else []:
             if isinstance(desc, dict) and _low_triton_dtype(str(desc.get("tl_dtype", ""))) and len(found) < 6:
                 found.append(f"kernel {str(name)[:40]} reads a module-level {str(desc['tl_dtype'])[:12]} dtype")

@@ -45,7 +45,7 @@ def recv(conn: Connection, max_bytes: int) -> tuple[dict[str, Any], list[bytes]]
     raw = _bounded(conn, MAX_HEADER_BYTES, "its answer's description (too many outputs, or outputs nested too deep?)")
     try:
         header = json.loads(raw.decode("utf-8", errors="strict"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # nested deeper than the stack
         raise WireError(f"malformed message header ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise WireError("message header is not an object")
