@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from .compare import as_tensors
+from .wire import span_bytes
 
 
 MAX_SOURCES = 64
@@ -50,9 +51,9 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes of its storage a view reaches, [start, end)."""
     start = t.storage_offset() * t.element_size()
-    extent = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) + 1 if t.numel() else 0
-    return start, start + extent * t.element_size()
+    return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -176,28 +176,19 @@ class Referee:
         so what it compiled can be trusted. A cache only loses speed: failures are ignored."""
         if self.device != "cuda":
             return
-        try:
-            reply, bufs = replayer.call({"op": "kernel_files"}, [], min(deadline, time.monotonic() + 5.0),
-                                        max_reply=kernel_cache.MAX_BYTES + (1 << 20))
-        except (RunnerGone, OSError, ValueError, TypeError):
-            return
-        names = reply.get("names")
-        if isinstance(names, list) and len(names) == len(bufs):
-            for name, data in zip(names, bufs):
-                if kernel_cache.safe_name(name) and kernel_cache.is_native(name) and len(self.replay_launchers) < 256:
-                    self.replay_launchers.setdefault(name, data)
+        for name, data in _compiled_files(replayer, deadline):
+            if kernel_cache.safe_name(name) and kernel_cache.is_native(name) and len(self.replay_launchers) < 256:
+                self.replay_launchers.setdefault(str(name), data)
 
     def keep_kernels(self, runner: RunnerHandle, key: str, deadline: float) -> None:
         """Keep what this runner compiled for later runs of the same source; a cache only loses speed, so
         any failure here is ignored (the runner's own verdict is decided elsewhere)."""
-        try:
-            reply, bufs = runner.call({"op": "kernel_files"}, [], min(deadline, time.monotonic() + 5.0),
-                                      max_reply=kernel_cache.MAX_BYTES + (1 << 20))
-            names = reply.get("names")
-            if isinstance(names, list) and len(names) == len(bufs):
-                self.kernels.keep(key, list(zip(names, bufs)))
-        except (RunnerGone, OSError, ValueError, TypeError):
-            pass
+        files = _compiled_files(runner, deadline)
+        if files:
+            try:
+                self.kernels.keep(key, files)
+            except (OSError, ValueError, TypeError):
+                pass
 
     # -- reference runners --------------------------------------------------------------------------
     def reference(self, task: dict, deadline: float) -> Reference:
@@ -307,6 +298,18 @@ class Referee:
         while self.spares:
             self.spares.popleft().kill()
         self.zygote.close()
+
+
+def _compiled_files(runner: RunnerHandle, deadline: float) -> list[tuple[Any, bytes]]:
+    """What a runner compiled into its Triton cache, as (name, bytes); names are unchecked (kernel_cache checks
+    them). Empty when the runner fails to answer or answers malformed."""
+    try:
+        reply, bufs = runner.call({"op": "kernel_files"}, [], min(deadline, time.monotonic() + 5.0),
+                                  max_reply=kernel_cache.MAX_BYTES + (1 << 20))
+    except (RunnerGone, OSError, ValueError, TypeError):
+        return []
+    names = reply.get("names")
+    return list(zip(names, bufs)) if isinstance(names, list) and len(names) == len(bufs) else []
 
 
 def _reference_key(task: dict) -> tuple:

@@ -284,26 +284,20 @@ class ReplayOps:
         sets = wire.decode_value(req["sets"], bufs)
         inputs, constants, other = sets[0], sets[1], (sets[2] if len(sets) > 2 else None)
         fresh = lambda: [c.clone() for c in constants]  # noqa: E731
+        capture: Run | None = None
         try:
-            results, third, copies = [], "skipped", None
-            capture = None
-            if other is not None:
+            if other is not None:  # first: it may not touch the first set's inputs, which the others share
                 known = fresh()
-                copies = CopyTrace([*other, *known])
-                capture = Run(program, kernels, self.device, "capture", copies=copies)
-                results.append(capture.execute(list(other), known))
-                if not capture.overflow:
-                    third = "substituted"
-            if third == "skipped":
-                copies = None
-            checked = Run(program, kernels, self.device, "substitute" if third == "substituted" else "skip",
-                          captured=capture.captured if capture is not None else None).execute(list(inputs), fresh())
+                capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other, *known]))
+                other_out = capture.execute(list(other), known)
+            substituted = capture is not None and not capture.overflow
+            checked = Run(program, kernels, self.device, "substitute" if substituted else "skip",
+                          captured=capture.captured if substituted else None).execute(list(inputs), fresh())
             if capture is not None:
-                capture.captured = {}
+                capture.captured = {}  # the writes are spent: let go of them before the last run
             known = fresh()
-            if copies is None:
-                copies = CopyTrace([*inputs, *known])
-            full = Run(program, kernels, self.device, "full", copies=copies if third == "skipped" else None)
+            full = Run(program, kernels, self.device, "full",
+                       copies=None if substituted else CopyTrace([*inputs, *known]))
             got = full.execute(list(inputs), known)
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -311,13 +305,15 @@ class ReplayOps:
             return {"replay_error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels, on other inputs
             return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        traced, traced_out = (capture, other_out) if substituted else (full, got)  # the run the copy trace saw
         packs: list[Any] = []
-        outputs = [got, checked, *results]
+        outputs = [got, checked, *([other_out] if capture is not None else [])]
         self.kept["out"] = (outputs, packs)
         encoded = wire.encode_value(outputs, out, packs)["list"]
-        return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if results else None,
-                "check": third, "host_differs": full.host_differs,
-                "copy": copies.pytorch_copy(results[0] if third == "substituted" else got)}
+        assert traced.copies is not None  # both runs above were given one
+        return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if capture is not None else None,
+                "check": "substituted" if substituted else "skipped", "host_differs": full.host_differs,
+                "copy": traced.copies.pytorch_copy(traced_out)}
 
 
 __all__ = ["ReplayError", "ReplayOps", "Run", "build_kernels"]

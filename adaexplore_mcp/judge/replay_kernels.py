@@ -3,8 +3,8 @@
 Each top-level `def` the program launched is kept at its own line, decorators dropped (an autotuner's or
 heuristic's choice is already in the recorded launch arguments), its signature checked to evaluate nothing
 but names and constants, then `triton.jit`. The module-level values the kernels read come from the program.
-A name bound more than once at the top level is refused: the trials may have launched another binding of it
-than the one rebuilt here.
+A launched kernel's name bound more than once anywhere in the source is refused: the trials may have launched
+another binding of it than the one rebuilt here.
 """
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ def _bound_names(node: ast.stmt) -> list[str]:
     targets: list[ast.AST] = []
     if isinstance(node, ast.Assign):
         targets = list(node.targets)
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)):
         targets = [node.target]
-    elif isinstance(node, (ast.For, ast.With)):
-        targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items if i.optional_vars]
+    elif isinstance(node, ast.With):
+        targets = [i.optional_vars for i in node.items if i.optional_vars]
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
