@@ -34,8 +34,8 @@ from .runners import WATCHDOG_LEAD_S
 from .runner_timing import TimingOps
 from .stuck_watch import StuckWatch
 from .work_trace import ProgramOps, WorkTrace
-from .classify import (STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, calm, classify, escaped, own_handlers,
-                       quiet, reference_error)
+from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, escaped, reference_error
+from .user_signals import calm, own_handlers, quiet
 
 MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)
