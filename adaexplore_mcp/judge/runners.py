@@ -39,10 +39,8 @@ ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "
             "VIRTUAL_ENV", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 ENV_KEEP_PREFIX = ("TRITON_", "NVIDIA_", "CUDA_", "TORCH_", "PYTORCH_", "LC_")
 ENV_DROP_PREFIX = ("ADAEXPLORE_",)
-# A name with a part like these is a credential, never passed whatever its prefix: NVIDIA_API_KEY (NIM),
-# TORCH_HUB_TOKEN, CUDA_AUTH_TOKEN. A part is what `_`, `-` or `.` separate, matched case-insensitively, with
-# anything before the word (APIKEY, HFTOKEN) and a plural; nothing CUDA, torch or Triton need at run time is.
-# Anywhere in a name (NVIDIA_APIKEY2, CUDA_PASS, TRITON_REMOTE_CACHE_URL: a URL may carry a password); "PAT" only
+# A name holding one of these is a credential, never passed whatever its prefix (NVIDIA_API_KEY, TORCH_HUB_TOKEN):
+# anywhere in a name (NVIDIA_APIKEY2, CUDA_PASS, TRITON_REMOTE_CACHE_URL: a URL may carry a password); "PAT" only
 # as a word of its own (PATH is needed). None of the variables CUDA, torch or Triton read at run time matches.
 ENV_SECRET_TEXT = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|COOKIE|SESSION|CERT|JWT|BEARER|PRIVATE|ACCESS|URL|URI",
                              re.IGNORECASE)

@@ -21,7 +21,7 @@ The threat is a hostile candidate; why each mechanism is there:
 - network namespace, empty, loopback down: nowhere to send data, not even the server's HTTP port.
 - IPC namespace: System V shared memory, semaphores and POSIX message queues are per namespace and go
   with it, so nothing a candidate leaves there outlives its runner for the next one to read (a policy
-  switch: whether CUDA IPC, the GPU runners' wire, works across IPC namespaces is for the GPU to show).
+  switch; CUDA IPC, the GPU runners' wire, works across it: H100, 2026-12-06, bench/results/2026-12-06-a).
 - working directory "/", set before and after the mounts: a cwd inherited from the server (its data dir,
   ~) stays reachable under the cover mounted over it, through relative paths and /proc/self/cwd.
 - user namespace, only without CAP_SYS_ADMIN (a normal user needs it for the others): maps the caller's
