@@ -41,7 +41,8 @@ ENV_KEEP_PREFIX = ("TRITON_", "NVIDIA_", "CUDA_", "TORCH_", "PYTORCH_", "LC_")
 ENV_DROP_PREFIX = ("ADAEXPLORE_",)
 # A name holding one of these is a credential, never passed whatever its prefix (NVIDIA_API_KEY, TORCH_HUB_TOKEN):
 # anywhere in a name (NVIDIA_APIKEY2, CUDA_PASS, TRITON_REMOTE_CACHE_URL: a URL may carry a password); "PAT" only
-# as a word of its own (PATH is needed). None of the variables CUDA, torch or Triton read at run time matches.
+# as a word of its own (PATH is needed). What the judge sets or relies on (CUDA_VISIBLE_DEVICES, TRITON_CACHE_DIR,
+# TRITON_PTXAS_PATH, TORCH_CUDA_ARCH_LIST...) does not match: tests/test_judge_sandbox.py lists them.
 ENV_SECRET_TEXT = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|COOKIE|SESSION|CERT|JWT|BEARER|PRIVATE|ACCESS|URL|URI",
                              re.IGNORECASE)
 ENV_SECRET_WORD = re.compile(r"(^|[^A-Z])PATS?([^A-Z]|$)", re.IGNORECASE)
