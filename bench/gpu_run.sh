@@ -15,6 +15,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="judge_latency judge_gpu_tests redteam_gpu" bash bench/gpu_run.sh "$OUT"        (about 8 min)
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 #   STAGES="timing_agreement parallel_steps" (the judge vs do_bench; issue 12: throughput, timing under load)
+#   STAGES="sandbox_report" (what the runner sandbox applies on this host, and why anything is missing)
 #   STAGES="profiler_residue" (does a process launch slower after torch.profiler?)
 #   STAGES="judge_latency_traced" (where each request's time goes; TRACE_MODE=profile for functions)
 #   STAGES="ray_pool" (issue 14; carry .raybundle from bench/ray_bundle.sh and unpack it first)
@@ -40,6 +41,7 @@ pack() {  # after every stage, so a batch cut short still brings back what it me
 } > "$RES/environment.txt" 2>&1
 cat "$RES/environment.txt"
 
+stage sandbox_report 60 python3 bench/sandbox_report.py --out "$RES/sandbox_report.json"
 stage profiler_residue "${RESIDUE_CAP:-60}" python3 bench/profiler_residue.py --out "$RES/profiler_residue.json"
 AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,layernorm,linear_bias_relu}"
 stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
@@ -48,7 +50,7 @@ stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "
 # The same with each runner request's time and first imports (ADAEXPLORE_TRACE_OPS=1; "profile": under cProfile).
 stage judge_latency_traced "${TRACED_CAP:-90}" env ADAEXPLORE_TRACE_OPS="${TRACE_MODE:-1}" python3 bench/judge_latency.py \
   --out "$RES/judge_latency_traced.json" --tasks "${TRACED_TASKS:-swish_scale_clamp,rmsnorm}"
-stage judge_gpu_tests 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
+stage judge_gpu_tests 120 env GPU_TEST_NOTES="$PWD/$RES/judge_gpu_tests_notes.txt" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
 stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count "${LARGE_COUNT:-30}"

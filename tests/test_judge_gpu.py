@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,12 @@ BIG_AFFINE = AFFINE_TASK.replace("N = 512", "N = 1 << 24")
 BIG = {"source": BIG_AFFINE, "name": "affine_big"}
 
 
+def why(ev: object) -> dict:
+    """What a failed assertion shows: the verdict and its reasons in full (an Evaluation's repr is cut short)."""
+    return {"verdict": ev.verdict, "error": ev.error and ev.error.model_dump(exclude_none=True),
+            "rejected": ev.rejected, "warnings": ev.warnings, "sandbox": ev.sandbox, "stages_ms": ev.stages_ms}
+
+
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory):
     torch = pytest.importorskip("torch")
@@ -27,11 +35,16 @@ def judge(tmp_path_factory: pytest.TempPathFactory):
     j.start(wait=True)
     yield j
     j.close()
+    notes = os.environ.get("GPU_TEST_NOTES")  # bench/gpu_run.sh: the workers' own notes (references dropped, why)
+    if notes:
+        lines = [line for log in sorted((j.settings.home / "logs").glob("*.log"))
+                 for line in log.read_text(errors="replace").splitlines() if line.startswith("adaexplore-mcp judge:")]
+        Path(notes).write_text("\n".join(lines) + "\n")
 
 
 def test_a_correct_candidate_passes_with_interleaved_timing_and_speedups(judge: Judge) -> None:
     ev = judge.evaluate(task(**BIG), GOOD)
-    assert ev.verdict == Verdict.passed, ev
+    assert ev.verdict == Verdict.passed, why(ev)
     assert ev.backend == "cuda" and ev.shapes == "full" and ev.device_index == 0
     assert ev.timing is not None and ev.timing.gpu and ev.timing.reference_tf32 is not None
     assert ev.speedup is not None and ev.speedup > 0 and ev.speedup_tf32 is not None
@@ -42,7 +55,7 @@ def test_a_correct_candidate_passes_with_interleaved_timing_and_speedups(judge: 
 def test_a_default_precision_tl_dot_is_flagged_and_an_ieee_one_is_not(judge: Judge) -> None:
     linear = task(LINEAR_TASK, name="linear")
     tf32 = judge.evaluate(linear, LINEAR_KERNEL)
-    assert tf32.verdict == Verdict.passed, tf32
+    assert tf32.verdict == Verdict.passed, why(tf32)
     assert tf32.precision.below_fp32 and tf32.speedup_tf32 is not None
     ieee = judge.evaluate(linear, LINEAR_KERNEL.replace("tl.dot(a, w)", "tl.dot(a, w, input_precision='ieee')"))
     assert ieee.verdict == Verdict.passed and not ieee.precision.below_fp32, ieee.precision
@@ -53,7 +66,7 @@ def test_a_triton_compile_error_on_the_gpu_points_at_the_candidate_line(judge: J
     bad = GOOD.replace("tl.store(y_ptr + offs, x * 2 + 1, mask=mask)",
                        "tl.store(y_ptr + offs, tl.float32(x) * 2 + 1, mask=mask)")
     ev = judge.evaluate(task(), bad)
-    assert ev.verdict == Verdict.compile_error, ev
+    assert ev.verdict == Verdict.compile_error, why(ev)
     assert ev.error.source_line is not None and "tl.float32(x)" in ev.error.source_line, ev.error
 
 
@@ -66,9 +79,9 @@ def oob_kernel(x_ptr, y_ptr, shift, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs + shift, tl.load(x_ptr + offs))
 ''')
     ev = judge.evaluate(task(), oob)
-    assert ev.verdict == Verdict.crashed, ev
+    assert ev.verdict == Verdict.crashed, why(ev)
     again = judge.evaluate(task(), GOOD)
-    assert again.verdict == Verdict.passed, again
+    assert again.verdict == Verdict.passed, why(again)
 
 
 def test_a_candidate_that_goes_wrong_only_when_timed_is_rejected(judge: Judge) -> None:
@@ -76,7 +89,7 @@ def test_a_candidate_that_goes_wrong_only_when_timed_is_rejected(judge: Judge) -
         "        self.calls += 1\n        y = affine(x)\n        return y if self.calls <= 5 else y * 0",
         init="        self.calls = 0")
     ev = judge.evaluate(task(**BIG), sneaky)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "timed_output_mismatch", ev
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "timed_output_mismatch", why(ev)
 
 
 def test_timing_the_same_candidate_five_times_is_stable_within_three_percent(judge: Judge) -> None:
@@ -91,7 +104,8 @@ def test_warm_evaluation_latency_is_under_a_second_and_a_half(judge: Judge) -> N
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        assert judge.evaluate(task(**BIG), GOOD).verdict == Verdict.passed
+        ev = judge.evaluate(task(**BIG), GOOD)
+        assert ev.verdict == Verdict.passed, why(ev)
         times.append(time.perf_counter() - t0)
     assert statistics.median(times) <= 1.5, times
 
@@ -101,7 +115,7 @@ def test_work_left_on_a_side_stream_is_counted_and_flagged(judge: Judge) -> None
         "        s = torch.cuda.Stream()\n        with torch.cuda.stream(s):\n"
         "            for _ in range(20):\n                y = affine(x)\n        return y")
     ev = judge.evaluate(task(**BIG), side)
-    assert ev.verdict == Verdict.passed, ev
+    assert ev.verdict == Verdict.passed, why(ev)
     assert any("missed about" in w for w in ev.warnings), (ev.warnings, ev.timing)
     honest = judge.evaluate(task(**BIG), GOOD)
     assert not any("missed about" in w for w in honest.warnings), honest.warnings
@@ -111,7 +125,7 @@ def test_work_left_on_a_side_stream_is_counted_and_flagged(judge: Judge) -> None
 def test_a_timed_result_carries_the_compiled_reference_and_the_roofline(judge: Judge) -> None:
     evs = [judge.evaluate(task(**BIG), GOOD) for _ in range(3)]
     for ev in evs:
-        assert ev.verdict == Verdict.passed, ev
+        assert ev.verdict == Verdict.passed, why(ev)
         assert ev.timing.compile_mode == "default"
         assert ev.timing.speedup_compile is not None or ev.timing.compile_unavailable, ev.timing
     # compiled once per reference process: at most one evaluation per worker pays for it
@@ -129,7 +143,7 @@ def test_a_timed_result_carries_the_compiled_reference_and_the_roofline(judge: J
 
 def test_a_matmul_task_counts_its_flops_and_is_held_to_the_tf32_peak(judge: Judge) -> None:
     ev = judge.evaluate(task(LINEAR_TASK, name="linear"), LINEAR_KERNEL)
-    assert ev.verdict == Verdict.passed, ev
+    assert ev.verdict == Verdict.passed, why(ev)
     roof = ev.timing.roofline
     assert roof is not None and roof.flops == 2 * 2048 ** 3 and roof.peak_basis == "tf32", roof
     assert roof.min_bytes == (3 * 2048 * 2048 + 2048) * 4 and roof.achieved_tflops > 0
@@ -175,11 +189,11 @@ def test_the_replay_is_judged_before_the_timing_and_a_rejected_candidate_is_not_
     from tests.redteam.conftest import TOKEN_KERNELS
 
     ev = judge.evaluate(task(**BIG), GOOD)
-    assert ev.verdict == Verdict.passed, ev
+    assert ev.verdict == Verdict.passed, why(ev)
     stages = list(ev.stages_ms)
     assert stages.index("replay_wait") < stages.index("timing_candidate"), ev.stages_ms
     assert ev.work and ev.work["replay"]["launches"] >= 1
     token = candidate("        token(x)\n        return x * 2 + 1", extra=TOKEN_KERNELS)
     ev = judge.evaluate(task(**BIG), token)
-    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", ev
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", why(ev)
     assert ev.timing is None and ev.speedup is None and "timing_candidate" not in ev.stages_ms
