@@ -1,5 +1,7 @@
-"""What the runner sandbox achieves on this host, for the CPU and the GPU policy, and whether a runner starts
-under it: the mechanisms applied and, for each one missing, the reason. Prints a table; --out writes JSON.
+"""What the runner sandbox achieves on this host, for the CPU and the GPU policy: the mechanisms applied and,
+for each one missing, the reason. With a GPU, also which steps of a runner's CUDA work succeed under the GPU
+policy and under each relaxation of it (why a judge would fall back to a weaker sandbox on this host).
+Prints a table; --out writes JSON.
 
     python bench/sandbox_report.py [--out sandbox_report.json]
 """
@@ -7,12 +9,23 @@ under it: the mechanisms applied and, for each one missing, the reason. Prints a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import tempfile
 from pathlib import Path
 
 from adaexplore_mcp.judge.referee import sandbox_policy
+from adaexplore_mcp.judge.sandbox import SandboxPolicy, enter
 from adaexplore_mcp.judge.sandbox_probe import capabilities
+
+CUDA_STEPS = (
+    ("import torch", "import torch"),
+    ("cuda context", "torch.zeros(1, device='cuda').sum().item()"),
+    ("triton kernel", "import triton, triton.language as tl\n"
+     "@triton.jit\ndef k(p):\n    tl.store(p, 1.0)\nx = torch.zeros(1, device='cuda'); k[(1,)](x); torch.cuda.synchronize()"),
+    ("share by CUDA IPC", "torch.ones(4, device='cuda').untyped_storage()._share_cuda_()"),
+)
 
 
 def report(device: str, home: Path) -> dict:
@@ -22,6 +35,41 @@ def report(device: str, home: Path) -> dict:
             "hidden_dirs": list(policy.hidden_dirs), "visible_dirs": list(policy.visible_dirs)}
 
 
+def cuda_steps(policy: SandboxPolicy) -> list[str]:
+    """Each CUDA step a runner takes, run in a forked child confined by `policy`: 'ok' or its error, in order;
+    'died (wait status N)' where the child died without a word."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            enter(policy)
+            scope: dict = {}
+            for name, code in CUDA_STEPS:
+                try:
+                    exec(compile(code, f"<{name}>", "exec"), scope)
+                    os.write(w, (json.dumps(f"{name}: ok") + "\n").encode())
+                except BaseException as e:  # noqa: BLE001 - each failure is the answer
+                    os.write(w, (json.dumps(f"{name}: {type(e).__name__}: {str(e)[:300]}") + "\n").encode())
+                    break
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        lines = [json.loads(line) for line in f]
+    status = os.waitpid(pid, 0)[1]
+    return lines + ([] if status == 0 else [f"died (wait status {status})"])
+
+
+def relaxations(policy: SandboxPolicy, home: Path) -> dict[str, SandboxPolicy]:
+    base_hidden = tuple(d for d in policy.hidden_dirs if d in (str(home), str(home / "cache")))
+    return {"gpu policy": policy,
+            "without seccomp": dataclasses.replace(policy, deny_unix_sockets=False),
+            "host dirs visible": dataclasses.replace(policy, hidden_dirs=base_hidden),
+            **{f"{d} visible": dataclasses.replace(policy, hidden_dirs=tuple(h for h in policy.hidden_dirs if h != d))
+               for d in policy.hidden_dirs if d not in base_hidden}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
@@ -29,12 +77,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "cache").mkdir()
         rows = [report(device, Path(tmp)) for device in ("cpu", "cuda")]
+        import torch
+
+        steps = {}
+        if torch.cuda.is_available():  # in children only: the parent never makes a CUDA context before forking
+            policy = sandbox_policy("auto", Path(tmp), Path(tmp) / "cache", "cuda")
+            steps = {name: cuda_steps(p) for name, p in relaxations(policy, Path(tmp)).items()}
     for r in rows:
         print(f"{r['device']:5} {r['summary']:32} applied: {', '.join(r['mechanisms'])}")
         for m in r["missing"]:
             print(f"{'':5} missing: {m}")
+    for name, lines in steps.items():
+        print(f"cuda steps, {name}: {' | '.join(lines)}")
     if args.out:
-        args.out.write_text(json.dumps(rows, indent=2))
+        args.out.write_text(json.dumps({"policies": rows, "cuda_steps": steps}, indent=2))
 
 
 if __name__ == "__main__":

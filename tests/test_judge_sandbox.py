@@ -408,19 +408,21 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
                 "socketpair": errno_name(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),
                 "io_uring_setup": call(425, ctypes.c_uint(4), ctypes.create_string_buffer(120)),
                 "add_key": call(add_key, b"user", b"sandbox-test", b"x", 1, ctypes.c_long(-4)) if add_key else "EACCES",
-                "pipe": errno_name(lambda: [os.close(fd) for fd in os.pipe()])}
+                "pipe": errno_name(lambda: [os.close(fd) for fd in os.pipe()]),
+                "disarm_pdeathsig": "ok" if libc.prctl(1, 0, 0, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()],
+                "name_self": "ok" if libc.prctl(15, b"runner", 0, 0, 0) == 0 else "refused"}  # PR_SET_NAME
 
     runner = Runner(SandboxPolicy(), body)
     runner.require("seccomp-unix")
     assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
-                             "add_key": "EACCES", "pipe": "ok"}
+                             "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok"}
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     from adaexplore_mcp.judge import seccomp
 
-    arch, nr_socket, other_abi, refused = seccomp._ARCHES["x86_64"]
-    prog = seccomp.program(arch, nr_socket, other_abi, refused)
+    arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES["x86_64"]
+    prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl)
 
     def run(nr: int, arg0: int = 0, arch_seen: int = arch) -> int:
         return run_bpf(prog, nr, arch_seen, arg0)
@@ -430,6 +432,7 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     assert run(nr_socket, 1) == deny and run(nr_socket, 2) == seccomp.SECCOMP_RET_ALLOW
     assert run(0) == run(1) == run(424) == run(428) == seccomp.SECCOMP_RET_ALLOW  # read, write, their neighbours
     assert run(other_abi | 53) == deny and run(53, arch_seen=0x40000003) == deny
+    assert run(nr_prctl, seccomp.PR_SET_PDEATHSIG) == deny and run(nr_prctl, 15) == seccomp.SECCOMP_RET_ALLOW
 
 
 def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,8 @@ The other ways to a Unix socket are refused outright (EACCES too): `socketpair()
 `sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket call, and
 its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
 keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a
-runner needs makes any of them: its one socket is inherited. The filter also refuses every system call
+runner needs makes any of them: its one socket is inherited. `prctl(PR_SET_PDEATHSIG)` is refused too: the
+sandbox arms it before the filter, and nothing after may disarm it. The filter also refuses every system call
 made through another ABI (32-bit x86, x32), the classic way around a filter that checks call numbers of
 one ABI only.
 
@@ -22,13 +23,13 @@ import platform
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-EACCES, AF_UNIX = 13, 1
+EACCES, AF_UNIX, PR_SET_PDEATHSIG = 13, 1, 1
 _LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
 _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16  # struct seccomp_data (args[0]'s low half: little-endian)
 # machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch, calls refused:
-# socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl)
-_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250)),
-           "aarch64": (0xC00000B7, 198, 0xFFFFFFFF, (199, 425, 426, 427, 217, 218, 219))}
+# socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl, __NR_prctl)
+_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250), 157),
+           "aarch64": (0xC00000B7, 198, 0xFFFFFFFF, (199, 425, 426, 427, 217, 218, 219), 167)}
 
 
 class _Instr(ctypes.Structure):
@@ -39,22 +40,26 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Instr))]
 
 
-def program(arch: int, nr_socket: int, other_abi: int,
-            refused: tuple[int, ...] = ()) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW and DENY are the last two."""
+def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] = (),
+            nr_prctl: int | None = None) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW and DENY are the last two.
+
+    Refused by first argument: socket(AF_UNIX, ...), and prctl(PR_SET_PDEATHSIG, ...) when `nr_prctl` is given:
+    pid 1 of a runner's namespace dies with the relay that forked it only while its death signal stays armed
+    (sandbox.py); a candidate that disarmed it outlived its evaluation and the judge (red team, round 4)."""
+    by_arg0 = [(nr_socket, AF_UNIX)] + ([(nr_prctl, PR_SET_PDEATHSIG)] if nr_prctl is not None else [])
     n = len(refused)
-    return [
-        (_LD_ABS, 0, 0, _ARCH_OFFSET),
-        (_JEQ, 0, n + 6, arch),  # another architecture's calls: DENY
-        (_LD_ABS, 0, 0, _NR_OFFSET),
-        (_JGE, n + 4, 0, other_abi),  # x32 calls: DENY
-        *[(_JEQ, n - i + 3, 0, nr) for i, nr in enumerate(refused)],  # a call refused outright: DENY
-        (_JEQ, 0, 2, nr_socket),  # not socket(): ALLOW
-        (_LD_ABS, 0, 0, _ARG0_OFFSET),
-        (_JEQ, 1, 0, AF_UNIX),  # socket(AF_UNIX, ...): DENY, any other family: ALLOW
-        (_RET, 0, 0, SECCOMP_RET_ALLOW),
-        (_RET, 0, 0, SECCOMP_RET_ERRNO | EACCES),
-    ]
+    length = 4 + n + 3 * len(by_arg0) + 2
+    allow, deny = length - 2, length - 1
+    prog = [(_LD_ABS, 0, 0, _ARCH_OFFSET), (_JEQ, 0, deny - 2, arch),  # another architecture's calls: DENY
+            (_LD_ABS, 0, 0, _NR_OFFSET), (_JGE, deny - 4, 0, other_abi)]  # x32 calls: DENY
+    prog += [(_JEQ, deny - (4 + i) - 1, 0, nr) for i, nr in enumerate(refused)]  # a call refused outright: DENY
+    for j, (nr, arg0) in enumerate(by_arg0):  # the call numbers differ: once arg0 is loaded, no other pair applies
+        here = 4 + n + 3 * j
+        last = j == len(by_arg0) - 1
+        prog += [(_JEQ, 0, allow - here - 1 if last else 2, nr), (_LD_ABS, 0, 0, _ARG0_OFFSET),
+                 (_JEQ, deny - here - 3, allow - here - 3, arg0)]
+    return prog + [(_RET, 0, 0, SECCOMP_RET_ALLOW), (_RET, 0, 0, SECCOMP_RET_ERRNO | EACCES)]
 
 
 def deny_unix_sockets() -> None:

@@ -308,6 +308,10 @@ STARTERS = {
     "fork_ignoring_signals": ("(os.fork() == 0) and (signal.signal(signal.SIGHUP, signal.SIG_IGN), "
                               "signal.signal(signal.SIGTERM, signal.SIG_IGN), "
                               "os.execvp('sleep', ['sleep', '{marker}']))"),
+    # pid 1 itself stays: its death signal disarmed (refused by the filter), and the judge's last os._exit made
+    # an exec of a sleep (red team, round 4: it outlived the relay's kill and the judge)
+    "disarm_death_signal": ("(ctypes.CDLL(None).prctl(1, 0, 0, 0, 0), "
+                            "setattr(os, '_exit', lambda *a: os.execvp('sleep', ['sleep', '{marker}'])))"),
 }
 
 
@@ -351,7 +355,7 @@ def test_control_without_the_sandbox_a_started_process_survives() -> None:
     root = scratch_root()
     try:
         with Judge(dataclasses.replace(redteam_settings(root), sandbox="off")) as unsandboxed:
-            marker, source = _starter("popen")
+            marker, source = _starter("double_fork_setsid")  # a grandchild: killing the runner's children misses it
             ev = evaluate(unsandboxed, source)
             survivors = _survivors(marker)
         assert ev.verdict == Verdict.passed and survivors, summary(ev)
