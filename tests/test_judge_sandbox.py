@@ -207,14 +207,22 @@ def test_the_root_is_read_only_except_the_writable_dirs(tmp_path: Path) -> None:
     def body(sock: socket.socket) -> dict[str, Any]:
         return {"outside": errno_name(lambda: (tmp_path / "outside.txt").write_text("x")),
                 "cache": errno_name(lambda: (cache / "ok.txt").write_text("x")),
-                "devnull": errno_name(lambda: Path("/dev/null").write_text("x"))}
+                "devnull": errno_name(lambda: Path("/dev/null").write_text("x")),
+                "urandom": errno_name(lambda: open("/dev/urandom", "rb").read(4)),
+                "new_in_dev": errno_name(lambda: Path(f"/dev/{name}").write_text("x")),
+                "dev_shm": errno_name(lambda: Path(f"/dev/shm/{name}").write_text("x"))}
 
+    name = f"sandbox-test-{os.getpid()}-{time.time_ns()}"
     runner = Runner(SandboxPolicy(writable_dirs=(str(cache),)), body)
-    runner.require("mount-ns", "ro-root")
-    seen = runner.read()
+    try:
+        runner.require("mount-ns", "ro-root")
+        seen = runner.read()
+    finally:
+        Path(f"/dev/{name}").unlink(missing_ok=True)
     assert seen["outside"] in ("EROFS", "EACCES", "EPERM") and not (tmp_path / "outside.txt").exists()
     assert seen["cache"] == "ok" and (cache / "ok.txt").exists()
-    assert seen["devnull"] == "ok"
+    assert seen["devnull"] == seen["urandom"] == seen["dev_shm"] == "ok", seen  # device nodes, the private /dev/shm
+    assert seen["new_in_dev"] in ("EROFS", "EACCES", "EPERM"), seen  # red team round 4: root filled the host's /dev
 
 
 def test_tmp_and_dev_shm_are_private_size_limited_and_tmpdir_points_there() -> None:

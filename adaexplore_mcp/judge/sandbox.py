@@ -31,6 +31,8 @@ The threat is a hostile candidate; why each mechanism is there:
 - every capability dropped, then PR_SET_NO_NEW_PRIVS: with CAP_SYS_ADMIN (root, or anyone in its own user
   namespace) a candidate could simply unmount the tmpfs over the data dir.
 
+- /dev read-only (its device nodes still open for writing: the mount flag covers files, dirs and links).
+
 Known gap for a root caller: uid 0 without capabilities still passes the permission bits of root-owned
 files, and /dev is the host's, so root-owned device nodes stay reachable. Serve as a normal user.
 
@@ -282,7 +284,10 @@ class _Mounts:
             self.visible.remove(d)
             log.miss("visible-dirs", f"not shown: it is or holds a hidden dir ({d})")
         self.tmp = os.path.realpath(policy.tmp_dir) if policy.tmp_dir else None
-        self.exempt = ["/dev", "/proc"] + self.writable + self.hidden
+        # /dev itself goes read-only like the rest: a device node stays usable on a read-only mount (only
+        # regular files, dirs and links get EROFS), but new files no longer land in the host's devtmpfs (red
+        # team, round 4: root filled it). /dev/shm stays writable: the private one, or the host's on a GPU.
+        self.exempt = ["/dev/shm", "/dev/pts", "/proc"] + self.writable + self.hidden
 
     def apply(self) -> None:
         log = self.log
