@@ -200,3 +200,59 @@ def test_an_autotuned_kernel_replays_with_the_config_its_launch_recorded(tmp_pat
     x = torch.randn(300)
     got = Run(program, kernels, "cpu").execute([x], [])
     torch.testing.assert_close(got, x * 2)
+
+
+ROWS = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def row_kernel(x_ptr, y_ptr, row, COLS: tl.constexpr):
+        offs = row * COLS + tl.arange(0, COLS)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 3)
+
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            y = torch.empty(64, 16)  # a workspace larger than the output: each launch writes one row of it
+            for row in range(x.shape[0]):
+                row_kernel[(1,)](x, y, row, COLS=16)
+            return y[: x.shape[0]]
+''')
+
+
+def test_a_capture_keeps_what_each_launch_changed_and_the_substitution_puts_it_back(tmp_path: Path) -> None:
+    """A launch that writes one row of a large buffer costs that row (red team, round 4: counting whole
+    buffers let a candidate overflow the capture with tiny writes and fall back to the weaker skip check)."""
+    module = load(tmp_path, ROWS)
+    x, other = torch.randn(8, 16), torch.randn(8, 16)
+    trace, _ = record(module, module.ModelNew(), x)
+    program = trace.program()
+    kernels = build_kernels(ROWS, program["kernels"], "cand_replay_test", tmp_path)
+    capture = Run(program, kernels, "cpu", "capture")
+    other_out = capture.execute([other], list(trace.constants))
+    assert capture.captured_bytes == 2 * 8 * 16 * 4 and not capture.overflow  # 8 rows, not 8 whole buffers
+    substituted = Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [])
+    torch.testing.assert_close(substituted, other_out)  # every byte of the output came from the kernels' writes
+    torch.testing.assert_close(other_out, other * 3)
+
+
+def test_a_capture_that_outgrows_its_budget_is_refused_not_replaced_by_a_weaker_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaexplore_mcp.judge import replay, wire
+
+    module = load(tmp_path, ROWS)
+    x, other = torch.randn(8, 16), torch.randn(8, 16)
+    trace, _ = record(module, module.ModelNew(), x)
+    program = trace.program()
+    monkeypatch.setattr(replay, "CAPTURE_MAX_BYTES", 1000)
+    ops = replay.ReplayOps()
+    ops.device, ops.tmp, ops.kept = "cpu", tmp_path, {}
+    ops.kept["replay_kernels"] = build_kernels(ROWS, program["kernels"], "cand_replay_test", tmp_path)
+    ops.kept["replay_program"] = program
+    bufs: list = []
+    sets = wire.encode_value([[x], list(trace.constants), [other]], bufs, pack=False)
+    got = ops.op_replay({"sets": sets}, [bytes(b) for b in bufs], [])
+    assert "more than" in got.get("replay_error", "") and "full" not in got, got

@@ -9,6 +9,7 @@ the kernel's Python function was defined in the candidate's module and the call 
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -16,9 +17,32 @@ _state = threading.local()
 _INSTALLED = "_adaexplore_launch_hook"
 
 
-def _kernel_of(kernel: Any) -> tuple[str | None, str]:
+_DEF = re.compile(r"^\s*def\s+(\w+)", re.MULTILINE)
+
+
+def kernel_names(kernel: Any) -> set[str]:
+    """Every name a launched kernel goes by: its function's `__name__` and code name, the name its JITFunction
+    took when it was made, and the `def` in the source Triton compiles. They agree unless the candidate renamed
+    something at run time (red team, round 4: `cheat.fn.__name__ = "affine_kernel"` had the trials run one
+    kernel while the record, and so the replay, named an honest one)."""
     fn = getattr(kernel, "fn", None)
-    return getattr(fn, "__module__", None), getattr(fn, "__name__", "?")
+    names = {getattr(fn, "__name__", None), getattr(getattr(fn, "__code__", None), "co_name", None)}
+    made = kernel.__dict__.get("__name__") if hasattr(kernel, "__dict__") else None  # JITFunction's own, not a property
+    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
+    match = _DEF.search(src) if isinstance(src, str) else None
+    names |= {made, match.group(1) if match else None}
+    return {n for n in names if isinstance(n, str)}
+
+
+def kernel_name(kernel: Any) -> str:
+    """The name a launch is known by: the `def` Triton compiles where there is one (a GPU), else the function's."""
+    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
+    match = _DEF.search(src) if isinstance(src, str) else None
+    return match.group(1) if match else str(getattr(getattr(kernel, "fn", None), "__name__", "?"))
+
+
+def _kernel_of(kernel: Any) -> tuple[str | None, str]:
+    return getattr(getattr(kernel, "fn", None), "__module__", None), kernel_name(kernel)
 
 
 def _wrap(cls: type) -> None:

@@ -154,6 +154,8 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     substituted = rep.get("check") == "substituted"
     if (substituted or other is not None) and (pending.other_out is None or other is None):
         return _unreplayable(ev, "the replay's process answered for runs it was not asked for")
+    if pending.other_out is not None and not substituted:  # lent a second set, the weaker check is no answer
+        return _unreplayable(ev, "the replay's process did not run the substitution check it was asked for")
     out.fields["work"] = {**(out.fields.get("work") or {}),
                           "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped"}}
     mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)

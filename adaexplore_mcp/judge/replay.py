@@ -62,7 +62,7 @@ def _fill(t: torch.Tensor) -> None:
 
 
 REPLAY_SEED = 20261206
-CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, the skip check
+CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, work_not_replayable
 
 
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -202,7 +202,7 @@ class Run:
                 changed = old != now
                 if bool(changed.any()):
                     written.add(storage_key(t))
-                    self._keep(i, pos, changed, torch.where(changed, now, 0))
+                    self._keep(i, pos, now, changed)
             del before
         if self.copies is not None:
             self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
@@ -219,24 +219,30 @@ class Run:
                 watched.append((pos, t))
         return watched
 
-    def _keep(self, i: int, pos: int, changed: torch.Tensor, data: torch.Tensor) -> None:
+    def _keep(self, i: int, pos: int, now: torch.Tensor, changed: torch.Tensor) -> None:
         """Only the bytes the launch changed are put back in its place: PyTorch's own data in another part of the
-        same storage stays this run's."""
-        self.captured_bytes += 2 * data.numel()
+        same storage stays this run's. Kept from the first changed byte to the last: a launch that writes one
+        slice of a large buffer (a step of a loop) costs that slice, not the buffer."""
+        flags = changed.to(torch.uint8)
+        lo = int(flags.argmax())
+        hi = changed.numel() - int(flags.flip(0).argmax())
+        self.captured_bytes += 2 * (hi - lo)
         if self.captured_bytes > CAPTURE_MAX_BYTES:
             self.overflow, self.captured = True, {}
             return
-        self.captured.setdefault(i, []).append((pos, changed, data))
+        span = changed[lo:hi].clone()
+        self.captured.setdefault(i, []).append((pos, changed.numel(), lo, span, torch.where(span, now[lo:hi], 0)))
 
     def _substitute(self, step: dict, i: int) -> None:
         """In place of launch `i`: write what it wrote in the capture run, byte for byte."""
         _, _, args, kwargs = self._launch_parts(step)
         tensors = launch_tensors(args, kwargs)
-        for pos, changed, data in self.captured.get(i, []):
+        for pos, size, lo, changed, data in self.captured.get(i, []):
             target = _storage_bytes(tensors[pos]) if pos < len(tensors) else None
-            if target is None or target.numel() != data.numel():
+            if target is None or target.numel() != size:
                 raise ReplayError("the program's launches take other arguments on other inputs")
-            target.copy_(torch.where(changed, data, target))
+            part = target[lo:lo + data.numel()]
+            part.copy_(torch.where(changed, data, part))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -290,7 +296,11 @@ class ReplayOps:
                 known = fresh()
                 capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other, *known]))
                 other_out = capture.execute(list(other), known)
-            substituted = capture is not None and not capture.overflow
+            if capture is not None and capture.overflow:  # never a weaker check: the candidate would choose it
+                return {"replay_error": f"its kernels changed more than {CAPTURE_MAX_BYTES >> 30} GiB of memory in one "
+                        "call (first to last byte changed, per launch), more than the substitution check keeps; "
+                        "write into buffers no larger than needed"}
+            substituted = capture is not None
             checked = Run(program, kernels, self.device, "substitute" if substituted else "skip",
                           captured=capture.captured if substituted else None).execute(list(inputs), fresh())
             if capture is not None:

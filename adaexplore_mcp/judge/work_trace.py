@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .launches import kernel_name, kernel_names
 from .wire import encode_float
 
 MAX_STEPS = 10000  # a forward call with more recorded operators and launches is not replayed
@@ -157,12 +158,16 @@ class WorkTrace(TorchDispatchMode):
         if self.problem is not None:
             return
         fn = getattr(kernel, "fn", None)
-        name = getattr(fn, "__name__", "?")
+        name, names = kernel_name(kernel), kernel_names(kernel)
         step: dict[str, Any] = {"launch": name}
+        if len(names) > 1:
+            self.problem = (f"a kernel launched under several names ({', '.join(sorted(n[:40] for n in names)[:4])}): "
+                            "it was renamed at run time; define each kernel under the name it launches by")
+            return
         try:
             step["args"] = self.arg(list(args))
             step["kwargs"] = {k: self.arg(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
-            self._kernel(fn)
+            self._kernel(fn, name)
         except Unreplayable as exc:
             self.problem = f"the launch of {name} with {exc}"
             return
@@ -180,9 +185,8 @@ class WorkTrace(TorchDispatchMode):
     def after(self, kernel: Any, args: tuple, kwargs: dict) -> None:
         self.paused = max(0, self.paused - 1)
 
-    def _kernel(self, fn: Any) -> None:
+    def _kernel(self, fn: Any, name: str) -> None:
         """The module-level values a kernel's body reads, so the replay's copy of it reads the same."""
-        name = getattr(fn, "__name__", "?")
         if name in self.kernels or fn is None:
             return
         entry: dict[str, Any] = {}
@@ -202,8 +206,8 @@ class WorkTrace(TorchDispatchMode):
             return {"unsupported": f"module {value.__name__}"}
         inner = getattr(value, "fn", None)
         if inner is not None and hasattr(inner, "__globals__") and hasattr(value, "run"):  # another @jit function
-            self._kernel(inner)
-            return {"kernel": inner.__name__}
+            self._kernel(inner, kernel_name(value))
+            return {"kernel": kernel_name(value)}
         if type(value).__name__ == "constexpr" and hasattr(value, "value"):
             plain = value.value
             if plain is None or isinstance(plain, (bool, int, float, str)):

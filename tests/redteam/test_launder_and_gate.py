@@ -217,6 +217,12 @@ def _launch(kernel: str) -> str:
             f"        {kernel}[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)\n        return out\n")
 
 
+# Round four: the copying kernel renamed at run time to the honest def's name (warmed first on the CPU, where the
+# interpreter looks its function up by name once); on a GPU Triton compiles the source it kept, the copy.
+RENAMED = (HONEST_AFFINE + "\n\n" + COPYING_AFFINE.replace("def affine_kernel", "def cheat_kernel")
+           + "\n\n_w = torch.zeros(128)\ncheat_kernel[(1,)](_w, _w, torch.empty(128), 128, BLOCK=128)\n"
+           "cheat_kernel.fn.__name__ = 'affine_' + 'kernel'" + _launch("cheat_kernel"))
+
 SHADOWS = {  # the trials launch the copying binding; the top-level def of that name computes honestly
     "nested_function": HONEST_AFFINE + "\n\ndef _make():\n" + _indent(COPYING_AFFINE) + "    return affine_kernel\n\n\n"
                        "cheat = _make()" + _launch("cheat"),
@@ -235,3 +241,27 @@ def test_second_round_attacks_on_the_substitution_are_rejected(judge: Judge, nam
 def test_a_launched_name_bound_again_anywhere_is_refused(judge: Judge, name: str) -> None:
     message = rejected(judge, HEADER + SHADOWS[name], "work_not_replayable")
     assert "bound more than once" in message
+
+
+def test_a_kernel_renamed_at_run_time_is_refused(judge: Judge) -> None:
+    message = rejected(judge, HEADER + RENAMED, "work_not_replayable")
+    assert "renamed at run time" in message and "cheat_kernel" in message
+
+
+OVERFLOW_GATE = ZERO_KERNEL + '''
+@triton.jit
+def poke_kernel(buf_ptr, at):
+    tl.store(buf_ptr + at, 1.0)
+'''
+
+
+def test_a_gate_behind_tiny_writes_to_a_large_buffer_still_meets_the_substitution(judge: Judge) -> None:
+    """Round four: the capture counted each launch's whole buffer, so seven one-float writes into a 320 MiB scratch
+    overflowed its 4 GiB and the replay fell back to the skip check, which a gate passes. A capture now keeps each
+    launch's changed span, and one that still outgrows its budget is refused (both in tests/test_work_replay.py,
+    with a small budget); this is the attack's shape at a size CI can afford, end to end."""
+    body = ("        scratch = torch.empty(1 << 24)\n        for i in range(4):\n"
+            "            poke_kernel[(1,)](scratch, i * ((1 << 24) // 4 - 1))\n" + GATES["empty_flag"])
+    message = rejected(judge, candidate(body, extra=OVERFLOW_GATE), "work_not_in_candidate_kernels")
+    assert "for other inputs" in message
+
