@@ -28,10 +28,13 @@ def _low_triton_dtype(name: str) -> bool:
     return name.startswith(("fp16", "bf16", "fp8")) or is_low_name(name)
 
 
-def program_reasons(program: Any) -> list[str]:
+def program_reasons(program: Any, constant_dtypes: tuple[str, ...] = ()) -> list[str]:
     """What the recorded forward call (work_trace.py) shows of lower precision, whatever the source looks like:
-    a dtype below float32 among its operators' arguments (a cast, an allocation)."""
-    found: list[str] = []
+    a dtype below float32 among its operators' arguments (a cast, an allocation), or among the tensors it used
+    that were made before it (`constant_dtypes`, as the referee received them: red team, round 4, an fp16 scratch
+    buffer made in `__init__` under a dtype name built at run time)."""
+    found: list[str] = [f"the call used {d} tensors made before it" for d in dict.fromkeys(constant_dtypes)
+                        if is_low_name(d)][:2]
 
     def walk(value: Any, op: str) -> None:  # iterative: a forged program may nest deeper than the stack
         todo = [value]
@@ -136,6 +139,7 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
         return [], False
     reasons: list[str] = []
     tf32_dot = False
+    triton_names = _triton_names(tree)
 
     def add(text: str, node: ast.AST) -> None:
         line = f"{text} (line {getattr(node, 'lineno', '?')})"
@@ -155,8 +159,8 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                 add(f"uses {name}: computes below float32", node)
             elif "autocast" in leaf or name.endswith("amp.autocast"):
                 add(f"uses {name}: autocast computes matmuls/convolutions in fp16/bf16", node)
-            elif leaf in ("allow_tf32", "fp32_precision"):
-                add(f"touches {name}: may enable TF32", node)
+            elif _tf32_switch(leaf):  # allow_tf32, torch._C._set_cublas_allow_tf32, fp32_precision...
+                add(f"touches {name}: may enable TF32 or reduced-precision reductions", node)
         elif isinstance(node, ast.Call):
             fname = _dotted(node.func)
             leaf = fname.rsplit(".", 1)[-1]
@@ -166,7 +170,7 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                 add("calls set_float32_matmul_precision: may enable TF32", node)
             elif leaf == "autocast":
                 add("uses autocast: computes matmuls/convolutions in fp16/bf16", node)
-            elif leaf == "dot" and fname.split(".")[0] in ("tl", "triton", "dot") and not _is_strict_dot(node):
+            elif _is_triton_dot(fname, triton_names) and not _is_strict_dot(node):
                 tf32_dot = True
                 add("tl.dot without input_precision='ieee': fp32 operands run in TF32 on NVIDIA GPUs", node)
             elif leaf == "dot":
@@ -175,7 +179,41 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                         add(f"tl.dot with input_precision={kw.value.value!r}", node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ("float16", "bfloat16", "fp16", "bf16"):
             add(f"names dtype {node.value!r}", node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _tf32_switch(node.value):
+            add(f"names {node.value[:40]!r}: may enable TF32 or reduced-precision reductions", node)
     return reasons, tf32_dot
+
+
+_SWITCH_WORDS = ("tf32", "fp32_precision", "matmul_precision", "reduced_precision", "reductionfp16",
+                 "reductionbf16", "fp16reduction", "bf16reduction")
+
+
+def _tf32_switch(name: str) -> bool:
+    """A name that reaches one of the global switches below float32: `allow_tf32`, the private setters behind it
+    (`torch._C._set_cublas_allow_tf32`: red team, round 4, switched on and back within one call, which the flag
+    snapshot around the call never sees), `set_float32_matmul_precision`, reduced-precision reductions."""
+    low = name.lower().replace("_", "")
+    return any(w.replace("_", "") in low for w in _SWITCH_WORDS)
+
+
+def _triton_names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """The names the source binds to Triton's modules (`import triton.language as T`) and to `dot` itself."""
+    modules, dots = {"tl", "triton"}, {"dot"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "triton":
+                    modules.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
+            for alias in node.names:
+                (dots if alias.name == "dot" else modules).add(alias.asname or alias.name)
+    return modules, dots
+
+
+def _is_triton_dot(fname: str, names: tuple[set[str], set[str]]) -> bool:
+    modules, dots = names
+    parts = fname.split(".")
+    return (len(parts) == 1 and parts[0] in dots) or (len(parts) > 1 and parts[-1] == "dot" and parts[0] in modules)
 
 
 HALF_WORDS = ("float16", "half", "bfloat16", "fp16", "bf16", "tf32", "TF32", "autocast")

@@ -134,7 +134,9 @@ def _gone(ev: Any, exc: RunnerGone) -> bool:
 
 def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) -> bool:
     out, program, ref_out = ev.out, pending.program, pending.ref_out
-    for reason in precision.relative_to_task(precision.program_reasons(program), out.task_dtype):
+    constants = pending.lent[1] if isinstance(pending.lent, list) and len(pending.lent) > 1 else []
+    dtypes = tuple(str(c.dtype).removeprefix("torch.") for c in constants if isinstance(c, torch.Tensor))
+    for reason in precision.relative_to_task(precision.program_reasons(program, dtypes), out.task_dtype):
         if reason not in out.precision_reasons:  # seen in what ran, however the source names it
             out.precision_reasons.append(reason)
     if prep.get("replay_error") or not prep.get("ok"):

@@ -14,7 +14,7 @@ import pytest
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import canary, evaluate, summary
-from tests.test_judge_cases import HEADER, candidate
+from tests.test_judge_cases import HEADER, LINEAR_KERNEL, LINEAR_SMALL, LINEAR_TASK, candidate, task
 
 IMPORTED_DTYPE = HEADER + '''
 from triton.language import float16 as F16
@@ -51,3 +51,68 @@ def test_lower_precision_is_flagged_however_it_is_named(judge: Judge, name: str)
     canary(judge)
     assert ev.verdict == Verdict.passed, summary(ev)
     assert ev.precision.below_fp32 and ev.precision.reasons, ev.precision
+
+
+# Round four: Triton's language module under another name; the private cuBLAS switch turned on and back within
+# one call (the flag snapshot around the call sees nothing); an fp16 buffer made in __init__ under a dtype name
+# built at run time (no operator in the call makes it: the referee reads the dtypes of the call's constants).
+BIAS_AFTER_TF32_MM = HEADER + '''
+@triton.jit
+def bias_kernel(y_ptr, b_ptr, out_ptr, N, BN: tl.constexpr):
+    row = tl.program_id(0)
+    rn = tl.arange(0, BN)
+    mask = rn < N
+    tl.store(out_ptr + row * N + rn, tl.load(y_ptr + row * N + rn, mask=mask) + tl.load(b_ptr + rn, mask=mask),
+             mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.linear = nn.Linear(fin, fout)
+
+    def forward(self, x):
+        torch._C._set_cublas_allow_tf32(True)
+        y = torch.mm(x, self.linear.weight.t())
+        torch._C._set_cublas_allow_tf32(False)
+        out = torch.empty_like(y)
+        bias_kernel[(y.shape[0],)](y, self.linear.bias, out, y.shape[1], BN=triton.next_power_of_2(y.shape[1]))
+        return out
+'''
+
+FP16_SCRATCH = HEADER + '''
+@triton.jit
+def affine_kernel(x_ptr, s_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(s_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+    h = tl.load(s_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, h * 2 + 1, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scratch = torch.empty(1 << 12, dtype=getattr(torch, "float" + str(8 * 2)))
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        affine_kernel[(triton.cdiv(x.numel(), 128),)](x, self.scratch, y, x.numel(), BLOCK=128)
+        return y
+'''
+
+ROUND_FOUR = {
+    "triton_language_aliased": ("linear", LINEAR_KERNEL.replace("tl.dot(", "T.dot(") + "\nimport triton.language as T\n"),
+    "private_tf32_switch_toggled_back": ("linear", BIAS_AFTER_TF32_MM),
+    "fp16_buffer_made_before_the_call": ("affine", FP16_SCRATCH),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_FOUR))
+def test_round_four_lower_precision_is_flagged(judge: Judge, name: str) -> None:
+    which, source = ROUND_FOUR[name]
+    ev = evaluate(judge, source, task=task(LINEAR_TASK, LINEAR_SMALL, name="linear") if which == "linear" else None)
+    canary(judge)
+    assert ev.verdict == Verdict.passed, summary(ev)
+    assert ev.precision.below_fp32 and ev.precision.reasons, ev.precision
+
