@@ -101,8 +101,7 @@ class Outcome:
                               "task_dtype": self.task_dtype},
                 "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels,
                 **({"recycle": True} if self.oom else {}),
-                # Measured on the H200: with 6 GiB tasks the judge's own processes held the rest of the GPU,
-                # and the reference or the candidate ran short. Not the candidate's failure: worth one retry.
+                # H200: with 6 GiB tasks the judge's own processes held the rest of the GPU; worth one retry.
                 **({"oom_retry": True} if self.oom and self.verdict != Verdict.passed else {})}
 
 
@@ -137,10 +136,11 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         if os.environ.get(OP_TRACE_ENV) in ("1", "profile"):  # where each stage's time goes, op by op (bench/judge_latency.py)
             ref.runner.trace = cand.trace = out.fields.setdefault("ops_ms", {})
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
+        out.oom = out.oom and ref_ee.memory_short(ref)  # a runner's word, checked while its memory is held
     except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
-        # A runner answered something malformed (only hostile code does): its candidate does not pass.
+        # A runner answered something malformed (only hostile code does): its candidate does not pass. The
+        # reference stays cached: `settle` drops it only if its channel is out of step.
         out.reject("bad_output", f"a runner's answer was malformed ({type(exc).__name__}: {safe_str(exc)[:200]})")
-        ref_ee.forget(req["task"])  # if it was the reference's, its channel is out of step
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
                  gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
@@ -151,7 +151,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
             f"the GPU ran out of memory in the judge while checking this task ({oom_summary(exc)}); "
             f"{freed} cached reference(s) were released", exception="OutOfMemoryError").model_dump())
     except ReferenceFailure as exc:
-        if exc.oom:
+        if exc.oom and ref_ee.memory_short(None):
             out.oom = True
             freed = ref_ee.evict_all_but(None)
             out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")

@@ -137,7 +137,7 @@ def probe(referee: Referee, req: dict) -> dict[str, Any]:
         try:
             return {**_probe(referee, req, limits, deadline, warnings), **recycle}
         except (ReferenceFailure, torch.OutOfMemoryError) as exc:
-            oom = isinstance(exc, torch.OutOfMemoryError) or exc.oom
+            oom = isinstance(exc, torch.OutOfMemoryError) or (exc.oom and referee.memory_short(None))
             if oom:
                 recycle = {"recycle": True}
             if oom and attempt == 0 and referee.evict_all_but(None):

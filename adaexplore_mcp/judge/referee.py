@@ -260,6 +260,9 @@ class Referee:
         dropped (call_ref does that), quietly: the evaluation's verdict is already decided."""
         if not ref.runner.alive:
             return
+        if _unread(ref.runner):  # an answer nobody asked for: its channel is out of step
+            self.drop_reference(ref, "it answered out of step")
+            return
         try:
             reply, _ = self.call_ref(ref, {"op": "release"}, time.monotonic() + SETTLE_S, "releasing the reference")
             self.account(ref, int(reply.get("reserved", 0)))
@@ -282,6 +285,22 @@ class Referee:
             print(f"adaexplore-mcp judge: reference of {ref.key[0][:40]!r} dropped: {why}", file=sys.stderr, flush=True)
         self.refs.pop(ref.key, None)
         ref.runner.close()
+
+    def memory_short(self, ref: Reference | None) -> bool:
+        """Whether a retry on a fresh referee could help a runner that said it ran out of memory, read here: the
+        device is nearly full, or other tasks' cached references hold 1 GiB or more. A runner's word is no
+        evidence (red team, round 4: any error text saying "out of memory" recycled the worker and retried, and
+        on the CPU, where a fresh referee frees nothing)."""
+        if self.device != "cuda":
+            return False
+        import torch
+
+        try:
+            free, total = torch.cuda.mem_get_info()
+        except RuntimeError:
+            return True
+        others = sum(r.runner.bytes or 0 for r in self.refs.values() if r is not ref)
+        return free < max(2 << 30, total // 10) or others >= 1 << 30
 
     def evict_all_but(self, keep: tuple | None) -> int:
         """Free device memory now (after an out-of-memory): every cached reference except `keep` goes."""
@@ -377,3 +396,12 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _unread(runner: RunnerHandle) -> bool:
+    """Whether a runner sent something that was never read (the evaluation stopped mid-exchange)."""
+    try:
+        return bool(runner.conn.poll(0))
+    except (OSError, ValueError, EOFError):
+        return True
+
