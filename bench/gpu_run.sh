@@ -15,6 +15,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="judge_latency judge_gpu_tests redteam_gpu" bash bench/gpu_run.sh "$OUT"        (about 8 min)
 #   STAGES="large_tasks compile_roofline fidelity_gpu" bash bench/gpu_run.sh "$OUT"        (about 9 min)
 #   STAGES="timing_agreement parallel_steps" (the judge vs do_bench; issue 12: throughput, timing under load)
+#   STAGES="gpu_memory_trace" (device memory across evaluations: does a judge process keep what it lent?)
 #   STAGES="sandbox_report" (what the runner sandbox applies on this host, and why anything is missing)
 #   STAGES="profiler_residue" (does a process launch slower after torch.profiler?)
 #   STAGES="judge_latency_traced" (where each request's time goes; TRACE_MODE=profile for functions)
@@ -50,7 +51,8 @@ stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "
 # The same with each runner request's time and first imports (ADAEXPLORE_TRACE_OPS=1; "profile": under cProfile).
 stage judge_latency_traced "${TRACED_CAP:-90}" env ADAEXPLORE_TRACE_OPS="${TRACE_MODE:-1}" python3 bench/judge_latency.py \
   --out "$RES/judge_latency_traced.json" --tasks "${TRACED_TASKS:-swish_scale_clamp,rmsnorm}"
-stage judge_gpu_tests 120 env GPU_TEST_NOTES="$PWD/$RES/judge_gpu_tests_notes.txt" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
+stage gpu_memory_trace "${MEMTRACE_CAP:-150}" python3 bench/gpu_memory_trace.py --out "$RES/gpu_memory_trace.json" ${MEMTRACE_ARGS:-}
+stage judge_gpu_tests "${GPU_TESTS_CAP:-240}" env GPU_TEST_NOTES="$PWD/$RES/judge_gpu_tests_notes.txt" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
 stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
 stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count "${LARGE_COUNT:-30}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -20,10 +21,12 @@ BIG_AFFINE = AFFINE_TASK.replace("N = 512", "N = 1 << 24")
 BIG = {"source": BIG_AFFINE, "name": "affine_big"}
 
 
-def why(ev: object) -> dict:
-    """What a failed assertion shows: the verdict and its reasons in full (an Evaluation's repr is cut short)."""
-    return {"verdict": ev.verdict, "error": ev.error and ev.error.model_dump(exclude_none=True),
-            "rejected": ev.rejected, "warnings": ev.warnings, "sandbox": ev.sandbox, "stages_ms": ev.stages_ms}
+def why(ev: object) -> str:
+    """What a failed assertion shows: the verdict and its reasons in full (pytest cuts a long object's repr short,
+    not a string)."""
+    return json.dumps({"verdict": ev.verdict.value, "error": ev.error and ev.error.model_dump(exclude_none=True),
+                       "rejected": ev.rejected and ev.rejected.model_dump(), "warnings": ev.warnings,
+                       "sandbox": ev.sandbox, "stages_ms": ev.stages_ms}, indent=1, default=str)
 
 
 @pytest.fixture(scope="module")
