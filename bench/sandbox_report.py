@@ -22,8 +22,11 @@ from adaexplore_mcp.judge.sandbox_probe import capabilities
 CUDA_STEPS = (
     ("import torch", "import torch"),
     ("cuda context", "torch.zeros(1, device='cuda').sum().item()"),
-    ("triton kernel", "import triton, triton.language as tl\n"
-     "@triton.jit\ndef k(p):\n    tl.store(p, 1.0)\nx = torch.zeros(1, device='cuda'); k[(1,)](x); torch.cuda.synchronize()"),
+    ("triton kernel", "import importlib.util, os, tempfile\n"
+     "path = os.path.join(tempfile.mkdtemp(), 'k.py')\n"
+     "open(path, 'w').write('import triton\\nimport triton.language as tl\\n@triton.jit\\ndef k(p):\\n    tl.store(p, 1.0)\\n')\n"
+     "spec = importlib.util.spec_from_file_location('k', path); mod = importlib.util.module_from_spec(spec)\n"
+     "spec.loader.exec_module(mod)\nx = torch.zeros(1, device='cuda'); mod.k[(1,)](x); torch.cuda.synchronize()"),
     ("share by CUDA IPC", "torch.ones(4, device='cuda').untyped_storage()._share_cuda_()"),
 )
 
@@ -35,15 +38,36 @@ def report(device: str, home: Path) -> dict:
             "hidden_dirs": list(policy.hidden_dirs), "visible_dirs": list(policy.visible_dirs)}
 
 
-def cuda_steps(policy: SandboxPolicy) -> list[str]:
-    """Each CUDA step a runner takes, run in a forked child confined by `policy`: 'ok' or its error, in order;
-    'died (wait status N)' where the child died without a word."""
+def filter_variants() -> dict[str, list]:
+    """The seccomp filter's rules one at a time (a call number no system has stands in for socket()): which one a
+    host's CUDA driver trips over."""
+    import platform
+
+    from adaexplore_mcp.judge import seccomp
+
+    arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES[platform.machine()]
+    none = 0xFFFF
+    return {"AF_UNIX socket": seccomp.program(arch, nr_socket, other_abi),
+            "socketpair": seccomp.program(arch, none, other_abi, refused[:1]),
+            "io_uring": seccomp.program(arch, none, other_abi, refused[1:4]),
+            "keyrings": seccomp.program(arch, none, other_abi, refused[4:7]),
+            "prctl PDEATHSIG": seccomp.program(arch, none, other_abi, (), nr_prctl),
+            "other ABIs": seccomp.program(arch, none, other_abi)}
+
+
+def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None) -> list[str]:
+    """Each CUDA step a runner takes, run in a forked child confined by `policy` (and `extra_filter`, a seccomp
+    program): 'ok' or its error, in order; 'died (wait status N)' where the child died without a word."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
             enter(policy)
+            if extra_filter is not None:
+                from adaexplore_mcp.judge.seccomp import install
+
+                install(extra_filter)
             scope: dict = {}
             for name, code in CUDA_STEPS:
                 try:
@@ -65,9 +89,7 @@ def relaxations(policy: SandboxPolicy, home: Path) -> dict[str, SandboxPolicy]:
     base_hidden = tuple(d for d in policy.hidden_dirs if d in (str(home), str(home / "cache")))
     return {"gpu policy": policy,
             "without seccomp": dataclasses.replace(policy, deny_unix_sockets=False),
-            "host dirs visible": dataclasses.replace(policy, hidden_dirs=base_hidden),
-            **{f"{d} visible": dataclasses.replace(policy, hidden_dirs=tuple(h for h in policy.hidden_dirs if h != d))
-               for d in policy.hidden_dirs if d not in base_hidden}}
+            "host dirs visible": dataclasses.replace(policy, hidden_dirs=base_hidden)}
 
 
 def main() -> None:
@@ -81,6 +103,8 @@ def main() -> None:
         if os.path.exists("/dev/nvidiactl"):  # not torch.cuda.is_available(): no CUDA in the parent before forking
             policy = sandbox_policy("auto", Path(tmp), Path(tmp) / "cache", "cuda")
             steps = {name: cuda_steps(p) for name, p in relaxations(policy, Path(tmp)).items()}
+            bare = dataclasses.replace(policy, deny_unix_sockets=False)
+            steps |= {f"only the filter's {rule} rule": cuda_steps(bare, code) for rule, code in filter_variants().items()}
     for r in rows:
         print(f"{r['device']:5} {r['summary']:32} applied: {', '.join(r['mechanisms'])}")
         for m in r["missing"]:

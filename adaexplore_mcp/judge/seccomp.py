@@ -67,7 +67,11 @@ def deny_unix_sockets() -> None:
     machine = platform.machine()
     if machine not in _ARCHES:
         raise OSError(f"no seccomp filter for {machine}")
-    code = program(*_ARCHES[machine])
+    install(program(*_ARCHES[machine]))
+
+
+def install(code: list[tuple[int, int, int, int]]) -> None:
+    """Install one filter program (`program`'s form) in this thread; raises OSError when it cannot."""
     instrs = (_Instr * len(code))(*[_Instr(*c) for c in code])
     prog = _Prog(len(code), ctypes.cast(instrs, ctypes.POINTER(_Instr)))
     libc = ctypes.CDLL(None, use_errno=True)

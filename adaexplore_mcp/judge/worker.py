@@ -22,6 +22,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+# Device memory a referee may still have allocated after a request; beyond it the referee is replaced (a runner
+# that keeps a tensor it was lent holds the lender's block forever: red team, round 4).
+LEFT_BEHIND_BYTES = 1 << 30
+
 
 def _isolate_stdio(log_path: str) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -106,21 +110,26 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     becomes an `internal_error` result marked `poisoned` (the caller then starts a fresh referee)."""
     try:
         if req["op"] == "evaluate":
-            return _profiled(evaluation.evaluate, referee, req, progress)
-        if req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
+            result = _profiled(evaluation.evaluate, referee, req, progress)
+        elif req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
             from .referee_profile import profile
 
-            return profile(referee, req, progress)
-        return probe.probe(referee, req)
+            result = profile(referee, req, progress)
+        else:
+            result = probe.probe(referee, req)
     except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
-        return {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
-    finally:
-        # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
-        # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
-        # cached: returning them made the next evaluation pay cudaMalloc again.
-        from .device_memory import KEEP_CACHED_BYTES, give_back
+        result = {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
+    # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
+    # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
+    # cached: returning them made the next evaluation pay cudaMalloc again.
+    from .device_memory import KEEP_CACHED_BYTES, give_back
 
-        give_back(KEEP_CACHED_BYTES)
+    left = give_back(KEEP_CACHED_BYTES, collect_garbage=True)
+    if left > LEFT_BEHIND_BYTES:  # what a runner never let go of: lent blocks wait for it forever (CUDA IPC)
+        print(f"adaexplore-mcp judge: referee replaced: {left >> 20} MiB of device memory stayed allocated after "
+              "the request (a runner kept tensors it was lent?)", file=sys.stderr, flush=True)
+        result["recycle"] = True
+    return result
 
 
 def _profiled(fn: Any, *args: Any) -> Any:
