@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from adaexplore_mcp.judge.referee import sandbox_policy
-from adaexplore_mcp.judge.sandbox import SandboxPolicy, enter
+from adaexplore_mcp.judge.sandbox import SandboxPolicy, enter, install_filter
 from adaexplore_mcp.judge.sandbox_probe import capabilities
 
 CUDA_STEPS = (
@@ -55,7 +55,7 @@ def filter_variants() -> dict[str, list]:
             "other ABIs": seccomp.program(arch, none, other_abi)}
 
 
-def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None) -> list[str]:
+def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None, as_runner: bool = False) -> list[str]:
     """Each CUDA step a runner takes, run in a forked child confined by `policy` (and `extra_filter`, a seccomp
     program): 'ok' or its error, in order; 'died (wait status N)' where the child died without a word."""
     r, w = os.pipe()
@@ -63,7 +63,7 @@ def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None) -> list[
     if pid == 0:
         os.close(r)
         try:
-            enter(policy)
+            report = enter(policy, defer_filter=as_runner)  # as_runner: the filter after the context, as zygote.py does
             if extra_filter is not None:
                 from adaexplore_mcp.judge.seccomp import install
 
@@ -72,6 +72,10 @@ def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None) -> list[
             for name, code in CUDA_STEPS:
                 try:
                     exec(compile(code, f"<{name}>", "exec"), scope)
+                    if as_runner and name == "cuda context":
+                        report = install_filter(policy, report)
+                        name += " (then the filter: " + ("applied" if "seccomp-unix" in report.mechanisms else
+                                                         f"missing, {report.missing[-1:]}") + ")"
                     os.write(w, (json.dumps(f"{name}: ok") + "\n").encode())
                 except BaseException as e:  # noqa: BLE001 - each failure is the answer
                     os.write(w, (json.dumps(f"{name}: {type(e).__name__}: {str(e)[:300]}") + "\n").encode())
@@ -103,6 +107,7 @@ def main() -> None:
         if os.path.exists("/dev/nvidiactl"):  # not torch.cuda.is_available(): no CUDA in the parent before forking
             policy = sandbox_policy("auto", Path(tmp), Path(tmp) / "cache", "cuda")
             steps = {name: cuda_steps(p) for name, p in relaxations(policy, Path(tmp)).items()}
+            steps["gpu policy, as a runner takes it"] = cuda_steps(policy, as_runner=True)
             bare = dataclasses.replace(policy, deny_unix_sockets=False)
             steps |= {f"only the filter's {rule} rule": cuda_steps(bare, code) for rule, code in filter_variants().items()}
     for r in rows:

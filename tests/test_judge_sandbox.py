@@ -475,3 +475,45 @@ def test_a_visible_dir_never_brings_a_hidden_dir_back(tmp_path: Path) -> None:
     runner.require("mount-ns", "hidden-dirs")
     assert runner.read() == {"data": ["lib"], "lib": "ok"}
     assert any("hidden dir" in m and str(data) in m for m in runner.report["missing"]), runner.report["missing"]
+
+
+def test_a_deferred_filter_reaches_threads_started_before_it() -> None:
+    """On a GPU the filter is installed after the CUDA context, whose driver has started threads by then
+    (sandbox.install_filter, seccomp(2) with TSYNC): a thread made before the filter is filtered too."""
+    import json
+    import threading
+
+    from adaexplore_mcp.judge.sandbox import enter, install_filter
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            policy = SandboxPolicy()
+            report = enter(policy, defer_filter=True)
+            early = "seccomp-unix" in report.mechanisms
+            go, seen = threading.Event(), {}
+
+            def try_unix() -> None:
+                go.wait(10)
+                seen["thread"] = errno_name(lambda: socket.socket(socket.AF_UNIX).close())
+
+            thread = threading.Thread(target=try_unix)
+            thread.start()  # before the filter, as a driver's thread would be
+            report = install_filter(policy, report)
+            go.set()
+            thread.join(10)
+            seen |= {"main": errno_name(lambda: socket.socket(socket.AF_UNIX).close()), "early": early,
+                     "applied": "seccomp-unix" in report.mechanisms}
+            os.write(w, json.dumps(seen).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    seen = json.loads(data)
+    if not seen["applied"]:
+        pytest.skip(f"no seccomp filter on this host: {seen}")
+    assert seen == {"thread": "EACCES", "main": "EACCES", "early": False, "applied": True}, seen

@@ -163,10 +163,12 @@ os.register_at_fork(before=lambda: _fork.update(pending=os.getpid()),
                     after_in_child=lambda: _fork.update(parent=_fork["pending"]))
 
 
-def enter(policy: SandboxPolicy) -> SandboxReport:
+def enter(policy: SandboxPolicy, defer_filter: bool = False) -> SandboxReport:
     """Confine the calling process (a freshly forked, single-threaded child). With a pid namespace this
     returns in a new grandchild, pid 1 of the namespace, and the caller's process only relays its exit.
-    PDEATHSIG fires when the *thread* that forked the caller ends: fork from one that outlives it."""
+    PDEATHSIG fires when the *thread* that forked the caller ends: fork from one that outlives it.
+    With `defer_filter` the seccomp filter is left to `install_filter`, after the caller made its CUDA context
+    (the driver's own start-up needs what the filter refuses) and before it runs anything untrusted."""
     if not isinstance(policy, SandboxPolicy):
         raise TypeError(f"enter() needs a SandboxPolicy, got {type(policy).__name__}")
     for d in policy.hidden_dirs + policy.writable_dirs + policy.visible_dirs + ((policy.tmp_dir,) if policy.tmp_dir else ()):
@@ -193,10 +195,23 @@ def enter(policy: SandboxPolicy) -> SandboxReport:
     if _LINUX:
         log.attempt("cwd-root", os.chdir, "/")  # looked up again, through the mounts just made
         _drop_privileges(log)
-        if policy.deny_unix_sockets:
+        if policy.deny_unix_sockets and not defer_filter:
             from .seccomp import deny_unix_sockets
 
             log.attempt("seccomp-unix", deny_unix_sockets)
+    return SandboxReport(tuple(log.mechanisms), tuple(log.missing))
+
+
+def install_filter(policy: SandboxPolicy, report: SandboxReport) -> SandboxReport:
+    """The filter `enter(..., defer_filter=True)` left out, in every thread of the process now; the report with
+    it applied or missing."""
+    if not (policy.deny_unix_sockets and _LINUX):
+        return report
+    from .seccomp import deny_unix_sockets
+
+    log = _Log()
+    log.mechanisms, log.missing = list(report.mechanisms), list(report.missing)
+    log.attempt("seccomp-unix", deny_unix_sockets, True)
     return SandboxReport(tuple(log.mechanisms), tuple(log.missing))
 
 

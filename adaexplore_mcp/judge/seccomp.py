@@ -62,19 +62,35 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
     return prog + [(_RET, 0, 0, SECCOMP_RET_ALLOW), (_RET, 0, 0, SECCOMP_RET_ERRNO | EACCES)]
 
 
-def deny_unix_sockets() -> None:
-    """Install the filter in this thread (and all it starts from now on); raises OSError when it cannot."""
+def deny_unix_sockets(all_threads: bool = False) -> None:
+    """Install the filter in this thread (and all it starts from now on), or with `all_threads` in every thread of
+    the process (a runner whose CUDA context, made first, started threads of its own); raises OSError when it
+    cannot."""
     machine = platform.machine()
     if machine not in _ARCHES:
         raise OSError(f"no seccomp filter for {machine}")
-    install(program(*_ARCHES[machine]))
+    install(program(*_ARCHES[machine][:5]), all_threads)
 
 
-def install(code: list[tuple[int, int, int, int]]) -> None:
-    """Install one filter program (`program`'s form) in this thread; raises OSError when it cannot."""
+_NR_SECCOMP = {"x86_64": 317, "aarch64": 277}
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
+
+
+def install(code: list[tuple[int, int, int, int]], all_threads: bool = False) -> None:
+    """Install one filter program (`program`'s form) in this thread, or in all of them (seccomp(2) with TSYNC:
+    every thread must already have no_new_privs, which the sandbox sets before anything starts a thread);
+    raises OSError when it cannot."""
     instrs = (_Instr * len(code))(*[_Instr(*c) for c in code])
     prog = _Prog(len(code), ctypes.cast(instrs, ctypes.POINTER(_Instr)))
     libc = ctypes.CDLL(None, use_errno=True)
+    if all_threads:
+        libc.syscall.restype = ctypes.c_long
+        ret = libc.syscall(ctypes.c_long(_NR_SECCOMP[platform.machine()]), ctypes.c_ulong(SECCOMP_SET_MODE_FILTER),
+                           ctypes.c_ulong(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(prog))
+        if ret != 0:  # > 0: the id of a thread that could not be synchronized
+            err = ctypes.get_errno() if ret < 0 else 0
+            raise OSError(err, f"seccomp(TSYNC): {__import__('os').strerror(err) if ret < 0 else f'thread {ret}'}")
+        return
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         err = ctypes.get_errno()

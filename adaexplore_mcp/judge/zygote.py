@@ -56,7 +56,10 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     raw = req.get("policy")
     policy = sandbox.SandboxPolicy(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}) \
         if raw is not None else None
-    report = sandbox.enter(policy) if policy is not None else None
+    device = req["device"]
+    # On a GPU the filter comes after the CUDA context (below): with it, the H100 host's driver failed to start
+    # ("Error 304: OS call failed", bench/results/2026-12-06-d) and the runners ran without it.
+    report = sandbox.enter(policy, defer_filter=device == "cuda") if policy is not None else None
     if report is not None and "private-tmp" in report.mechanisms:
         tmp = Path(policy.tmp_dir)
     else:  # no private tmpfs: a directory of its own, or runners of the same task overwrite each other's files
@@ -77,9 +80,10 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
 
     from .runner import Runner
 
-    device = req["device"]
     if device == "cuda":
         torch.zeros(1, device="cuda").sum().item()
+        if report is not None:  # before anything untrusted is imported
+            report = sandbox.install_filter(policy, report)
     summary = report.summary if report is not None else "none"
     details = {"mechanisms": list(report.mechanisms), "missing": list(report.missing)} if report else {}
     wire.send(conn, {"ready": True, "sandbox": summary, "sandbox_detail": details, "pid": os.getpid()})
