@@ -2,7 +2,7 @@
 
 Objects in a reference cycle are freed only when the collector next runs; a tensor among them holds its device
 memory until then. One such cycle (a recursive closure in wire.pack, holding a Packer and its buffer of every
-small tensor of a message) had the two referees of an H100 hold 39-61 GiB between evaluations of a 64 MiB task
+small tensor of a message) had the two referees of an H100 hold up to 64 GiB between evaluations of a 64 MiB task
 (bench/results/2026-12-06-d). Here the referee runs in this process, on the CPU, and the collector is asked what
 one evaluation left behind.
 """

@@ -17,7 +17,7 @@ def give_back(keep_cached_bytes: int | None = 0, collect_garbage: bool = False) 
     allocator's cached memory when more than `keep_cached_bytes` of it is unused (None: keep it all, for a
     process about to allocate the same sizes again). With `collect_garbage`, Python's cycle collector runs when
     tensors are still allocated: any an evaluation left in a reference cycle are otherwise freed only when it
-    next runs (one such cycle, in wire.pack, had the two referees of an H100 hold 39-61 GiB between evaluations
+    next runs (one such cycle, in wire.pack, had the two referees of an H100 hold up to 64 GiB between evaluations
     of a 64 MiB task, 2026-12-06). Returns the device memory still allocated; 0 without CUDA."""
     if not torch.cuda.is_initialized():
         return 0

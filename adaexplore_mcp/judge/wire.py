@@ -219,7 +219,7 @@ def pack(value: Any) -> Any:
 def _packed_copy(v: Any, packer: Packer) -> Any:
     """A module-level function, not a closure: a recursive closure is a reference cycle, and it kept the Packer (and
     its buffer of every small tensor) alive until Python's cycle collector ran. On the H100 of 2026-12-06 the two
-    referees held 39-61 GiB between evaluations of a 64 MiB task that way."""
+    referees held up to 64 GiB between evaluations of a 64 MiB task that way."""
     if isinstance(v, torch.Tensor):
         return packer.views.get(id(v)) if id(v) in packer.views else v.detach().clone()
     if isinstance(v, (list, tuple)):
