@@ -98,12 +98,9 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
 def worker_log_notes(home: Path, limit: int = 60) -> list[str]:
     """The judge's own notes in its workers' logs (references evicted or lost: why a warm evaluation met a
     fresh reference runner and compiled its torch.compile baseline again)."""
-    notes = []
-    for log in sorted((home / "logs").glob("*.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if line.startswith("adaexplore-mcp judge:"):  # drops, losses, a relaxed sandbox and why
-                notes.append(f"{log.name.split('-')[0]}: {line[len('adaexplore-mcp judge: '):][:300]}")
-    return notes[:limit]
+    from adaexplore_mcp.judge.pool import read_notes
+
+    return read_notes(home / "logs", limit)  # drops, losses, a referee replaced, a relaxed sandbox, and why
 
 
 def _measure_tasks(judge: Judge, pairs: list[tuple[TaskSpec, str]], first_task: TaskSpec, cold_s: float, ev: object,

@@ -40,9 +40,9 @@ def judge(tmp_path_factory: pytest.TempPathFactory):
     j.close()
     notes = os.environ.get("GPU_TEST_NOTES")  # bench/gpu_run.sh: the workers' own notes (references dropped, why)
     if notes:
-        lines = [line for log in sorted((j.settings.home / "logs").glob("*.log"))
-                 for line in log.read_text(errors="replace").splitlines() if line.startswith("adaexplore-mcp judge:")]
-        Path(notes).write_text("\n".join(lines) + "\n")
+        from adaexplore_mcp.judge.pool import read_notes
+
+        Path(notes).write_text("\n".join(read_notes(j.settings.home / "logs")) + "\n")
 
 
 def test_a_correct_candidate_passes_with_interleaved_timing_and_speedups(judge: Judge) -> None:
