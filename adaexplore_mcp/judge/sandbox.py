@@ -54,6 +54,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .rlimits import set_rlimits
+
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
@@ -185,7 +187,7 @@ def enter(policy: SandboxPolicy, defer_filter: bool = False) -> SandboxReport:
         _enter_namespaces(policy, log)
     else:
         log.miss("namespaces", f"not Linux ({sys.platform})")
-    _set_rlimits(policy, log)  # before the fork: the relay must not dump core either
+    set_rlimits(policy, log, _LINUX)  # before the fork: the relay must not dump core either
     if "pid-ns" in log.mechanisms:
         _fork_into_pid_namespace(log)
     if "mount-ns" in log.mechanisms:
@@ -410,40 +412,6 @@ def _mount_points() -> list[str]:
     with open("/proc/self/mountinfo") as f:  # field 5 is the mount point, with octal escapes
         points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), ln.split()[4]) for ln in f]
     return list(dict.fromkeys(points))
-
-
-def _set_rlimits(policy: SandboxPolicy, log: _Log) -> None:
-    nproc = _user_tasks() + policy.max_processes if policy.max_processes is not None and _LINUX else None
-    limits = [(resource.RLIMIT_FSIZE, policy.max_file_bytes), (resource.RLIMIT_NOFILE, policy.max_open_files),
-              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_AS, policy.max_address_space),
-              (resource.RLIMIT_NPROC, nproc)]
-    ok = True
-    for res, value in limits:
-        try:
-            if value is not None:
-                hard = resource.getrlimit(res)[1]
-                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-                resource.setrlimit(res, (value, value))
-        except (OSError, ValueError) as e:
-            ok = False
-            log.miss("rlimits", f"resource {res}: {e}")
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    if ok:
-        log.ok("rlimits")
-
-
-def _user_tasks() -> int:
-    """Threads of this real uid now (RLIMIT_NPROC counts a user's threads, host-wide): the limit is set
-    above it, so a fork bomb stops after max_processes more and nothing already running is refused."""
-    uid, count = os.getuid(), 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if os.stat(entry.path).st_uid == uid:
-                    count += len(os.listdir(f"{entry.path}/task"))
-            except OSError:
-                continue
-    return count
 
 
 def _drop_privileges(log: _Log) -> None:
