@@ -62,6 +62,13 @@ def load(tmp_path: Path, source: str, name: str = "cand_replay_test"):
     return import_file(name, path)
 
 
+def rebuilt(source: str, kernels: dict, module: str, tmp: Path) -> dict:
+    """build_kernels with `kernels` as the recorder writes them: each with the digest of its top-level def."""
+    defs = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+    kernels = {k: {**v, **({"__ast__": launches.def_digest(defs[k])} if k in defs else {})} for k, v in kernels.items()}
+    return build_kernels(source, kernels, module, tmp)
+
+
 def record(module, model, x) -> tuple[WorkTrace, torch.Tensor]:
     trace = WorkTrace([x])
     launches.install()
@@ -116,13 +123,13 @@ def test_a_host_read_that_depends_on_the_inputs_is_noticed(tmp_path: Path) -> No
 
 def test_kernels_are_rebuilt_from_top_level_defs_whose_signatures_compute_nothing(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="signature computes"):
-        build_kernels("import triton\n\ndef k(x, n=__import__('os').getpid()):\n    pass\n", {"k": {}}, "m", tmp_path)
-    kernel = build_kernels("def k(x, B=BLOCK):\n    pass\n", {"k": {"BLOCK": {"value": 64}}}, "m", tmp_path)["k"]
+        rebuilt("import triton\n\ndef k(x, n=__import__('os').getpid()):\n    pass\n", {"k": {}}, "m", tmp_path)
+    kernel = rebuilt("def k(x, B=BLOCK):\n    pass\n", {"k": {"BLOCK": {"value": 64}}}, "m", tmp_path)["k"]
     assert kernel.fn.__defaults__ == (64,)  # a default may read a module-level value: installed before the def
     node = ast.parse("@triton.jit(noinline=True, repr=lambda _: 'x')\ndef h(x):\n    pass\n").body[0]
     assert _jit_options(node) == {"noinline": True}  # literal options are kept (they are in the cache key)
     with pytest.raises(ReplayError, match="top level"):
-        build_kernels("def outer():\n    def k(x):\n        pass\n", {"k": {}}, "m", tmp_path)
+        rebuilt("def outer():\n    def k(x):\n        pass\n", {"k": {}}, "m", tmp_path)
 
 
 def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> None:
@@ -131,14 +138,13 @@ def test_only_aten_operators_and_triton_modules_are_replayed(tmp_path: Path) -> 
     with pytest.raises(ReplayError, match="only ATen"):
         Run(program, {}, "cpu").execute([], [])
     with pytest.raises(ReplayError, match="only Triton's modules"):
-        build_kernels("def k(x):\n    os.getpid()\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
+        rebuilt("def k(x):\n    os.getpid()\n", {"k": {"os": {"module": "os"}}}, "m", tmp_path)
     # a name the body does not read (an attribute's, `tl.load` lists `load`) is not installed, nor refused
-    build_kernels("def k(x):\n    x.load()\n", {"k": {"load": {"unsupported": "function"}}}, "m", tmp_path)
+    rebuilt("def k(x):\n    x.load()\n", {"k": {"load": {"unsupported": "function"}}}, "m", tmp_path)
     # an autotuner's configs list is read by a decorator, which is dropped: not the kernel's read
-    build_kernels("import triton\n\n@triton.autotune(configs=CONFIGS, key=[])\n@triton.jit\ndef k(x):\n    pass\n",
-                  {"k": {"CONFIGS": {"unsupported": "list"}}}, "m3", tmp_path)
+    rebuilt("import triton\n\n@triton.autotune(configs=CONFIGS, key=[])\n@triton.jit\ndef k(x):\n    pass\n", {"k": {"CONFIGS": {"unsupported": "list"}}}, "m3", tmp_path)
     with pytest.raises(ReplayError, match="reads the module-level name 'helper', a function"):
-        build_kernels("def k(x):\n    helper(x)\n", {"k": {"helper": {"unsupported": "function"}}}, "m", tmp_path)
+        rebuilt("def k(x):\n    helper(x)\n", {"k": {"helper": {"unsupported": "function"}}}, "m", tmp_path)
 
 
 def test_a_tensor_made_before_the_call_is_a_constant_and_odd_arguments_are_named(tmp_path: Path) -> None:
@@ -196,7 +202,7 @@ def test_an_autotuned_kernel_replays_with_the_config_its_launch_recorded(tmp_pat
                "steps": [{"op": "aten::empty_like", "args": {"l": [{"t": 0}]}, "kwargs": {}, "out": {"t": 1}},
                          {"launch": "double_kernel", "args": {"l": [{"t": 0}, {"t": 1}, 300]},
                           "kwargs": {"BLOCK": 128, "num_warps": 8, "num_stages": 3}, "grid": [3]}]}
-    kernels = build_kernels(AUTOTUNED, program["kernels"], "autotuned", tmp_path)
+    kernels = rebuilt(AUTOTUNED, program["kernels"], "autotuned", tmp_path)
     x = torch.randn(300)
     got = Run(program, kernels, "cpu").execute([x], [])
     torch.testing.assert_close(got, x * 2)

@@ -9,7 +9,12 @@ the kernel's Python function was defined in the candidate's module and the call 
 
 from __future__ import annotations
 
+import ast
+import copy
+import hashlib
+import inspect
 import re
+import textwrap
 import threading
 from typing import Any
 
@@ -39,6 +44,37 @@ def kernel_name(kernel: Any) -> str:
     src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
     match = _DEF.search(src) if isinstance(src, str) else None
     return match.group(1) if match else str(getattr(getattr(kernel, "fn", None), "__name__", "?"))
+
+
+def kernel_source(kernel: Any) -> str | None:
+    """The source Triton runs for a kernel: the text its JITFunction kept (a GPU), or its function's (the
+    interpreter reads it again, through linecache); None when it cannot be read."""
+    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
+    if isinstance(src, str):
+        return src
+    try:
+        return inspect.getsource(kernel.fn)
+    except (OSError, TypeError, AttributeError):
+        return None
+
+
+def def_digest(node: ast.FunctionDef) -> str:
+    """A `def` as code, whatever its decorators, comments, blank lines and indentation: what the recorder and the
+    replay compare (the kernel that ran is the `def` of its name in the source, not one made by `exec` or swapped
+    in at run time: red team, round 5)."""
+    bare = copy.copy(node)
+    bare.decorator_list = []
+    return hashlib.sha256(ast.dump(bare).encode()).hexdigest()[:32]
+
+
+def source_digest(text: str | None) -> str | None:
+    """`def_digest` of the first `def` in a kernel's source text; None when there is none."""
+    try:
+        tree = ast.parse(textwrap.dedent(text or ""))
+    except (SyntaxError, ValueError):
+        return None
+    node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    return def_digest(node) if node is not None else None
 
 
 def _kernel_of(kernel: Any) -> tuple[str | None, str]:

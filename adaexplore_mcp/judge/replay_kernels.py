@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .launches import def_digest
 from .wire import decode_float
 from .work_trace import TRITON_MODULES
 
@@ -57,6 +58,10 @@ def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: P
             raise ReplayError(f"kernel {name!r} launched, but no function of that name is defined at the top level "
                               "of the candidate's source; define every @triton.jit kernel at module level")
         _check_signature(node)
+        if (kernels.get(name) or {}).get("__ast__") != def_digest(node):
+            raise ReplayError(f"the kernel that ran as {name[:60]!r} is not the top-level def of that name in the "
+                              "source (its code differs: made by exec, or its function or source replaced at run "
+                              "time); launch the kernels the source defines")
         kept[node.lineno - 1:node.end_lineno] = lines[node.lineno - 1:node.end_lineno]
         if node.decorator_list:  # the key counts from the first decorator's line: a no-op one stands there
             first = node.decorator_list[0].lineno - 1

@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import sys
 import types
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .launches import kernel_name, kernel_names
+from . import launches
+from .launches import kernel_name, kernel_names, kernel_source, source_digest
 from .wire import encode_float
 
+_LAUNCHES_FILE = launches.__file__
 MAX_STEPS = 10000  # a forward call with more recorded operators and launches is not replayed
 MAX_PROGRAM_BYTES = 3 << 20  # its JSON travels in one message header (wire.MAX_HEADER_BYTES)
 TRITON_MODULES = ("triton", "math")
@@ -66,6 +70,7 @@ class WorkTrace(TorchDispatchMode):
         self.steps: list[dict[str, Any]] = []
         self.kernels: dict[str, dict[str, Any]] = {}
         self.problem: str | None = None
+        self._building: set[str] = set()  # kernels whose entry is being made (a kernel may read itself)
         self.paused = 0  # inside a launch: the interpreter's own copies are not the candidate's operators
         self.inputs = [self._new(x) if isinstance(x, torch.Tensor) else None for x in inputs]
         self.output: Any = None
@@ -137,6 +142,9 @@ class WorkTrace(TorchDispatchMode):
     # -- ATen operators ------------------------------------------------------------------------------
     def __torch_dispatch__(self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if self.paused and self.problem is None and (where := _foreign_code_in_launch()) is not None:
+            self.problem = (f"{func.name()} ran inside a kernel launch, from {where} (a grid function or a launch "
+                            "hook that computes): the replay cannot see it; compute before or after the launch")
         if self.paused or self.problem is not None:
             return func(*args, **kwargs)
         try:
@@ -157,17 +165,12 @@ class WorkTrace(TorchDispatchMode):
         self.paused += 1
         if self.problem is not None:
             return
-        fn = getattr(kernel, "fn", None)
-        name, names = kernel_name(kernel), kernel_names(kernel)
+        name = kernel_name(kernel)
         step: dict[str, Any] = {"launch": name}
-        if len(names) > 1:
-            self.problem = (f"a kernel launched under several names ({', '.join(sorted(n[:40] for n in names)[:4])}): "
-                            "it was renamed at run time; define each kernel under the name it launches by")
-            return
         try:
             step["args"] = self.arg(list(args))
             step["kwargs"] = {k: self.arg(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
-            self._kernel(fn, name)
+            self._kernel(kernel, name)
         except Unreplayable as exc:
             self.problem = f"the launch of {name} with {exc}"
             return
@@ -185,17 +188,32 @@ class WorkTrace(TorchDispatchMode):
     def after(self, kernel: Any, args: tuple, kwargs: dict) -> None:
         self.paused = max(0, self.paused - 1)
 
-    def _kernel(self, fn: Any, name: str) -> None:
-        """The module-level values a kernel's body reads, so the replay's copy of it reads the same."""
-        if name in self.kernels or fn is None:
+    def _kernel(self, kernel: Any, name: str) -> None:
+        """The module-level values a kernel's body reads, so the replay's copy of it reads the same, and the digest
+        of the code it runs (`__ast__`, checked against the source's `def` by the replay). Taken at every launch:
+        a kernel whose values or code change between its launches in one call is refused (red team, round 5: a
+        helper swapped, a constexpr flipped, after a first launch the record kept)."""
+        fn = getattr(kernel, "fn", None)
+        if fn is None or name in self._building:
             return
-        entry: dict[str, Any] = {}
-        self.kernels[name] = entry
-        scope = getattr(fn, "__globals__", {})
-        for ref in getattr(getattr(fn, "__code__", None), "co_names", ()):
-            if ref not in scope:
-                continue
-            entry[ref] = self._global(scope[ref])
+        names = kernel_names(kernel)
+        if len(names) > 1:
+            raise Unreplayable(f"a kernel going by several names ({', '.join(sorted(n[:40] for n in names)[:4])}): "
+                               "it was renamed at run time")
+        digest = source_digest(kernel_source(kernel))
+        if digest is None:
+            raise Unreplayable(f"kernel {name[:60]} whose source cannot be read (made at run time?)")
+        entry: dict[str, Any] = {"__ast__": digest}
+        self._building.add(name)
+        try:
+            scope = getattr(fn, "__globals__", {})
+            for ref in getattr(getattr(fn, "__code__", None), "co_names", ()):
+                if ref in scope:
+                    entry[ref] = self._global(scope[ref])
+        finally:
+            self._building.discard(name)
+        if self.kernels.setdefault(name, entry) != entry:
+            raise Unreplayable(f"kernel {name[:60]} whose code or module-level values changed between its launches")
 
     def _global(self, value: Any) -> dict[str, Any]:
         """How the replay rebuilds one module-level value a kernel may read; what it cannot rebuild is named,
@@ -206,7 +224,7 @@ class WorkTrace(TorchDispatchMode):
             return {"unsupported": f"module {value.__name__}"}
         inner = getattr(value, "fn", None)
         if inner is not None and hasattr(inner, "__globals__") and hasattr(value, "run"):  # another @jit function
-            self._kernel(inner, kernel_name(value))
+            self._kernel(value, kernel_name(value))
             return {"kernel": kernel_name(value)}
         if type(value).__name__ == "constexpr" and hasattr(value, "value"):
             plain = value.value
@@ -263,3 +281,36 @@ class ProgramOps:
 
 
 __all__ = ["MAX_PROGRAM_BYTES", "MAX_STEPS", "ProgramOps", "Unreplayable", "WorkTrace"]
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    import numpy
+    import triton
+
+    dirs = [os.path.dirname(m.__file__) for m in (torch, triton, numpy) if getattr(m, "__file__", None)]
+    dirs += [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), sysconfig.get_paths()["stdlib"]]
+    return tuple(d.rstrip("/") + "/" for d in dirs)
+
+
+_LIBRARIES: tuple[str, ...] = ()
+
+
+def _foreign_code_in_launch() -> str | None:
+    """Where code that is neither Triton's, PyTorch's, the standard library's nor the judge's runs between this
+    operator and the launch hook's `run` (red team, round 5: a grid callable and a `pre_run_hook` computed the
+    output in PyTorch while the launch's own operators, Triton's copies, go unrecorded); None when there is none."""
+    global _LIBRARIES
+    if not _LIBRARIES:
+        _LIBRARIES = _library_dirs()
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "run" and code.co_filename == _LAUNCHES_FILE:
+            return None
+        if not code.co_filename.startswith(_LIBRARIES):
+            return f"{os.path.basename(code.co_filename)[:60]}:{frame.f_lineno} ({code.co_name[:40]})"
+        frame = frame.f_back
+    return None
+
