@@ -138,3 +138,16 @@ class KernelCache:
                 break
             shutil.rmtree(d, ignore_errors=True)
             total -= size
+
+
+def kernel_cache_dir() -> Path:
+    """In a runner, Triton's cache: private to it (the zygote points TRITON_CACHE_DIR into its scratch space)."""
+    return Path(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent")
+
+
+def take_kernel_files(req: dict, bufs: list[bytes]) -> None:
+    """In a runner: write the compiled kernels the referee sent into its Triton cache."""
+    names = req.get("kernel_files") or []
+    if names:
+        write_tree(kernel_cache_dir(), list(zip(names, bufs)))
+

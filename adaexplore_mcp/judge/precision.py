@@ -10,6 +10,7 @@ each candidate call finds a candidate that flips the global switches at run time
 from __future__ import annotations
 
 import ast
+import sys
 from typing import Any
 from .. import pyparse
 
@@ -55,12 +56,32 @@ def program_reasons(program: Any, constant_dtypes: tuple[str, ...] = ()) -> list
     for step in steps if isinstance(steps, list) else []:
         if isinstance(step, dict) and "op" in step:
             walk([step.get("args"), step.get("kwargs")], str(step["op"]))
+        elif isinstance(step, dict) and "launch" in step:  # a dtype named by a string argument (`tl.dtype(DT)`)
+            for text in _strings([step.get("args"), step.get("kwargs")]):
+                if _low_triton_dtype(text) and len(found) < 6:
+                    found.append(f"launch of {str(step['launch'])[:40]} passes {text[:12]!r}")
         elif isinstance(step, dict) and "alias" in step:
             walk({"dtype": step.get("dtype")}, "a view of another dtype")
     for name, reads in (kernels if isinstance(kernels, dict) else {}).items():  # module-level Triton dtypes it reads
         for desc in (reads or {}).values() if isinstance(reads, dict) else []:
             if isinstance(desc, dict) and _low_triton_dtype(str(desc.get("tl_dtype", ""))) and len(found) < 6:
                 found.append(f"kernel {str(name)[:40]} reads a module-level {str(desc['tl_dtype'])[:12]} dtype")
+            elif isinstance(desc, dict) and any(_low_triton_dtype(t) for t in _strings(desc)) and len(found) < 6:
+                found.append(f"kernel {str(name)[:40]} reads a module-level string naming a dtype below float32")
+    return found
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a recorded value (iterative: a forged program may nest deeper than the stack)."""
+    found, todo = [], [value]
+    while todo and len(found) < 256:
+        item = todo.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
     return found
 STRICT_DOT_KWARGS = {"input_precision": ("ieee",), "allow_tf32": (False,)}
 
@@ -83,10 +104,57 @@ def pin_tf32() -> None:
     torch.set_float32_matmul_precision("high")
 
 
-def snapshot() -> dict[str, Any]:
+_SWITCHED: list[str] = []  # what the candidate's call switched through torch._C's setters (watch_switches)
+_WATCHING = {"on": False}
+
+
+def watch_switches() -> None:
+    """Wrap torch._C's setters of the global precision switches, once per process, so that a call that turns one
+    on and back before it returns is still seen (red team, rounds four and five: `torch._C._set_cublas_allow_tf32`,
+    reached by a name built at run time, toggled within one call; the snapshot around the call saw nothing). Every
+    public way to a switch (`torch.backends...`, `set_float32_matmul_precision`) ends in one of these setters."""
     import torch
 
+    wrapped: dict[int, Any] = {}
+    for name in dir(torch._C):
+        original = getattr(torch._C, name)
+        if not (name.startswith("_set") and _tf32_switch(name) and callable(original)) or hasattr(original, "_watched"):
+            continue
+
+        def watched(*args: Any, _original: Any = original, _name: str = name) -> Any:
+            enables = any(a is True or (isinstance(a, str) and a.lower() not in ("highest", "ieee", "none"))
+                          for a in args)  # turning a switch off (strict float32) is no reason to flag
+            if _WATCHING["on"] and enables and len(_SWITCHED) < 8:
+                _SWITCHED.append(f"torch._C.{_name}{tuple(str(a)[:20] for a in args)} during the call")
+            return _original(*args)
+
+        watched._watched = True  # type: ignore[attr-defined]
+        setattr(torch._C, name, watched)
+        wrapped[id(original)] = watched
+    # torch.backends.cudnn and others keep the setter they were given at import (ContextProp.setter)
+    for module in [m for n, m in list(sys.modules.items()) if n.startswith("torch.backends") and m is not None]:
+        for prop in vars(type(module)).values():
+            if id(getattr(prop, "setter", None)) in wrapped:
+                prop.setter = wrapped[id(prop.setter)]
+
+
+def watching(on: bool) -> list[str]:
+    """Start (clear) or stop recording the switches' setters; returns what was recorded."""
+    _WATCHING["on"] = on
+    seen = list(_SWITCHED)
+    if on:
+        _SWITCHED.clear()
+    return seen
+
+
+def snapshot() -> dict[str, Any]:
+    import os
+
+    import torch
+
+    knobs = getattr(getattr(sys.modules.get("triton"), "knobs", None), "language", None)
     return {
+        "triton fp32_default": getattr(knobs, "fp32_default", None) or os.environ.get("TRITON_F32_DEFAULT"),
         "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
@@ -110,7 +178,11 @@ def restore(state: dict[str, Any]) -> None:
 
 
 def changed_flags(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    return [f"{k}: {before[k]!r} -> {after[k]!r}" for k in before if after.get(k) != before[k]]
+    changed = [f"{k}: {before[k]!r} -> {after[k]!r}" for k in before if after.get(k) != before[k]]
+    knob = after.get("triton fp32_default")  # set at import, it never changes during a call: its value tells
+    if knob not in (None, "ieee") and not any(c.startswith("triton fp32_default") for c in changed):
+        changed.append(f"triton fp32_default is {str(knob)[:20]!r}: tl.dot on fp32 runs below float32")
+    return changed
 
 
 def _dotted(node: ast.AST) -> str:
@@ -170,6 +242,9 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                 add("calls set_float32_matmul_precision: may enable TF32", node)
             elif leaf == "autocast":
                 add("uses autocast: computes matmuls/convolutions in fp16/bf16", node)
+            elif leaf == "getattr" and node.args and _dotted(node.args[0]).split(".")[0] in triton_names[0] \
+                    and not (len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+                add("reaches into Triton by a name built at run time (getattr): may compute below float32", node)
             elif _is_triton_dot(fname, triton_names) and not _is_strict_dot(node):
                 tf32_dot = True
                 add("tl.dot without input_precision='ieee': fp32 operands run in TF32 on NVIDIA GPUs", node)
@@ -185,7 +260,7 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
 
 
 _SWITCH_WORDS = ("tf32", "fp32_precision", "matmul_precision", "reduced_precision", "reductionfp16",
-                 "reductionbf16", "fp16reduction", "bf16reduction")
+                 "reductionbf16", "fp16reduction", "bf16reduction", "fp32_default", "f32_default", "bf16_reduction")
 
 
 def _tf32_switch(name: str) -> bool:
@@ -207,6 +282,14 @@ def _triton_names(tree: ast.AST) -> tuple[set[str], set[str]]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
             for alias in node.names:
                 (dots if alias.name == "dot" else modules).add(alias.asname or alias.name)
+    for _ in range(3):  # `T2 = tl`, `mm = tl.dot`, and chains of them (red team, round five)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value = _dotted(node.value)
+                if value.split(".")[0] in modules:
+                    (dots if value.endswith(".dot") else modules).add(node.targets[0].id)
+                elif value in dots:
+                    dots.add(node.targets[0].id)
     return modules, dots
 
 

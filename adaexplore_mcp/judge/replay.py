@@ -260,7 +260,7 @@ class ReplayOps:
 
     def op_replay_prepare(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Kernel files from earlier runs of this source, then the kernels rebuilt from the source."""
-        from .runner import take_kernel_files
+        from .kernel_cache import take_kernel_files
 
         take_kernel_files(req, bufs)
         program = req.get("program")

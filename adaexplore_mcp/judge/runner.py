@@ -27,7 +27,7 @@ from . import launches, precision, seeding, wire
 from ..errors import safe_str
 from .compare import aliased_output, nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
-from .kernel_cache import read_tree, write_tree
+from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
 from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runners import WATCHDOG_LEAD_S
@@ -39,18 +39,6 @@ from .user_signals import calm, own_handlers, quiet
 
 MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)
-
-
-def kernel_cache_dir() -> Path:
-    """Triton's cache: private to this runner (the zygote points TRITON_CACHE_DIR into its scratch space)."""
-    return Path(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent")
-
-
-def take_kernel_files(req: dict, bufs: list[bytes]) -> None:
-    """Write the compiled kernels the referee sent (kernel_cache.py) into this runner's Triton cache."""
-    names = req.get("kernel_files") or []
-    if names:
-        write_tree(kernel_cache_dir(), list(zip(names, bufs)))
 
 
 class Runner(TimingOps, ReplayOps, ProgramOps):
@@ -67,6 +55,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         self.shapes: dict[str, int] = {}
         self.cost: dict[str, Any] | None = None  # the task's bytes and FLOPs, counted once (roofline)
         self.compiled: Any = None  # the reference under torch.compile, built once (speedup_compile)
+        precision.watch_switches()  # before anything untrusted is imported
         self.compile_error: str | None = None
         self.work_trace: WorkTrace | None = None  # the last recorded trial (work_trace.py), for `program`
         self.handlers = own_handlers()  # put back after each call into user code (`calm`)
@@ -310,6 +299,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 trace.before(kernel, args, kwargs)
 
         launches.begin(self.module.__name__, recorder=before_launch, after=trace.after if trace is not None else None)
+        precision.watching(True)
         try:
             with torch.no_grad(), trace if trace is not None else contextlib.nullcontext():
                 result = self.model(*inputs)
@@ -317,9 +307,10 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             self._sync()
         except BaseException as exc:  # noqa: BLE001
             launches.end()
+            precision.watching(False)
             return None, self._error(exc, STAGE_RUN)
         names = launches.end()
-        flags = precision.changed_flags(before, precision.snapshot())
+        flags = precision.changed_flags(before, precision.snapshot()) + precision.watching(False)
         precision.restore(before)
         reply: dict[str, Any] = {"launched": names, "flags": flags}
         reply["aliased"] = aliased_output(result, inputs) is not None  # outputs travel as copies: only here is it seen

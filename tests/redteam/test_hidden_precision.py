@@ -116,3 +116,48 @@ def test_round_four_lower_precision_is_flagged(judge: Judge, name: str) -> None:
     assert ev.verdict == Verdict.passed, summary(ev)
     assert ev.precision.below_fp32 and ev.precision.reasons, ev.precision
 
+
+# Round five: a module alias made by assignment, tl.dot reached through getattr, Triton's fp32_default knob set at
+# import, a dtype named by a string launch argument, and the TF32 switches reached by names built at run time,
+# turned on and back within the call (seen by wrappers on torch._C's setters: precision.watch_switches).
+_TOGGLES = {
+    "private_setter_by_built_name": ("        flip = getattr(torch._C, '_set_cublas_allow_' + 'tf' + '32')\n",
+                                     "flip(True)", "flip(False)"),
+    "matmul_precision_by_built_name": ("        flip = getattr(torch, 'set_float32_' + 'matmul_' + 'precision')\n",
+                                       "flip('hi' + 'gh')", "flip('hi' + 'ghest')"),
+    "setattr_by_char_codes": ("        m, k = torch.backends.cuda.matmul, ''.join(map(chr, [97, 108, 108, 111, 119, 95, "
+                              "116, 102, 51, 50]))\n", "setattr(m, k, True)", "setattr(m, k, False)"),
+}
+
+
+def _toggled(prelude: str, on: str, off: str) -> str:
+    return BIAS_AFTER_TF32_MM.replace("        torch._C._set_cublas_allow_tf32(True)\n", prelude + f"        {on}\n") \
+        .replace("        torch._C._set_cublas_allow_tf32(False)\n", f"        {off}\n")
+
+
+FP16_BY_ARG = FP16_SCRATCH.replace("def affine_kernel(x_ptr, s_ptr, y_ptr, n, BLOCK: tl.constexpr):",
+                                   "def affine_kernel(x_ptr, s_ptr, y_ptr, n, BLOCK: tl.constexpr, DT: tl.constexpr):") \
+    .replace("tl.store(s_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)",
+             "tl.store(s_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(tl.dtype(DT)).to(tl.float32), mask=mask)") \
+    .replace("dtype=getattr(torch, \"float\" + str(8 * 2))", "dtype=torch.float32") \
+    .replace("BLOCK=128)", "BLOCK=128, DT='fp' + str(16))")
+
+ROUND_FIVE = {
+    "module_alias_by_assignment": ("linear", LINEAR_KERNEL.replace("tl.dot(", "T2.dot(") + "\nT2 = tl\n"),
+    "dot_through_getattr": ("linear", LINEAR_KERNEL.replace("tl.dot(", "getattr(tl, 'd' + 'ot')(")),
+    "fp32_default_knob": ("linear", LINEAR_KERNEL.replace("tl.dot(a, w)", "tl.dot(a, w, allow_tf32=False)")
+                          + "\ntriton.knobs.language.fp32_default = 'tf' + '32'\n"),
+    "dtype_named_by_a_launch_argument": ("affine", FP16_BY_ARG),
+    **{name: ("linear", _toggled(*parts)) for name, parts in _TOGGLES.items()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_FIVE))
+def test_round_five_lower_precision_is_flagged(judge: Judge, name: str) -> None:
+    which, source = ROUND_FIVE[name]
+    assert source.count("\n") > 10
+    ev = evaluate(judge, source, task=task(LINEAR_TASK, LINEAR_SMALL, name="linear") if which == "linear" else None)
+    canary(judge)
+    assert ev.verdict == Verdict.passed, summary(ev)
+    assert ev.precision.below_fp32 and ev.precision.reasons, ev.precision
+
