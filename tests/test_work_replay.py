@@ -262,3 +262,43 @@ def test_a_capture_that_outgrows_its_budget_is_refused_not_replaced_by_a_weaker_
     sets = wire.encode_value([[x], list(trace.constants), [other]], bufs, pack=False)
     got = ops.op_replay({"sets": sets}, [bytes(b) for b in bufs], [])
     assert "more than" in got.get("replay_error", "") and "full" not in got, got
+
+
+COLUMNS = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def column_block_kernel(x_ptr, y_ptr, col0, ROWS: tl.constexpr, COLS: tl.constexpr, WIDTH: tl.constexpr):
+        r = tl.arange(0, ROWS)[:, None]
+        c = col0 + tl.arange(0, WIDTH)[None, :]
+        tl.store(y_ptr + r * COLS + c, tl.load(x_ptr + r * COLS + c) * 3)
+
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            y = torch.empty_like(x)
+            for col0 in range(0, 64, 8):  # eight launches, each a block of columns of every row
+                column_block_kernel[(1,)](x, y, col0, ROWS=16, COLS=64, WIDTH=8)
+            return y
+''')
+
+
+def test_a_launch_that_writes_scattered_bytes_costs_those_bytes_not_its_span(tmp_path: Path) -> None:
+    """Red team, round five: a kernel launched once per block of columns of a row-major output writes each byte
+    once, but each launch's first-to-last span is nearly the whole output; counted by span, an 8192 x 8192 output
+    in 16 launches outgrew the capture and a legitimate kernel was refused. Scattered writes keep positions."""
+    module = load(tmp_path, COLUMNS)
+    x, other = torch.randn(16, 64), torch.randn(16, 64)
+    trace, _ = record(module, module.ModelNew(), x)
+    program = trace.program()
+    kernels = build_kernels(COLUMNS, program["kernels"], "cand_replay_test", tmp_path)
+    capture = Run(program, kernels, "cpu", "capture")
+    other_out = capture.execute([other], list(trace.constants))
+    spans = 8 * 2 * (15 * 64 + 8) * 4  # what counting each launch's span would have cost
+    assert capture.captured_bytes <= 9 * 16 * 64 * 4 < spans  # a byte written with the value it had is not kept
+    substituted = Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [])
+    torch.testing.assert_close(substituted, other_out)
+    torch.testing.assert_close(other_out, other * 3)

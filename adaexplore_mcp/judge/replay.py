@@ -226,21 +226,33 @@ class Run:
         flags = changed.to(torch.uint8)
         lo = int(flags.argmax())
         hi = changed.numel() - int(flags.flip(0).argmax())
-        self.captured_bytes += 2 * (hi - lo)
+        count = int(flags[lo:hi].sum())
+        if 9 * count < 2 * (hi - lo):  # scattered (a column block of a row-major output): positions and bytes
+            where = torch.nonzero(changed[lo:hi]).flatten() + lo
+            kept: tuple = (pos, changed.numel(), where, now[where].clone())
+            self.captured_bytes += 9 * count
+        else:  # the span from the first changed byte to the last, and which of its bytes changed
+            span = changed[lo:hi].clone()
+            kept = (pos, changed.numel(), lo, span, torch.where(span, now[lo:hi], 0))
+            self.captured_bytes += 2 * (hi - lo)
         if self.captured_bytes > CAPTURE_MAX_BYTES:
             self.overflow, self.captured = True, {}
             return
-        span = changed[lo:hi].clone()
-        self.captured.setdefault(i, []).append((pos, changed.numel(), lo, span, torch.where(span, now[lo:hi], 0)))
+        self.captured.setdefault(i, []).append(kept)
 
     def _substitute(self, step: dict, i: int) -> None:
         """In place of launch `i`: write what it wrote in the capture run, byte for byte."""
         _, _, args, kwargs = self._launch_parts(step)
         tensors = launch_tensors(args, kwargs)
-        for pos, size, lo, changed, data in self.captured.get(i, []):
+        for kept in self.captured.get(i, []):
+            pos, size = kept[0], kept[1]
             target = _storage_bytes(tensors[pos]) if pos < len(tensors) else None
             if target is None or target.numel() != size:
                 raise ReplayError("the program's launches take other arguments on other inputs")
+            if len(kept) == 4:  # scattered: positions and their bytes
+                target[kept[2]] = kept[3]
+                continue
+            lo, changed, data = kept[2], kept[3], kept[4]
             part = target[lo:lo + data.numel()]
             part.copy_(torch.where(changed, data, part))
 
@@ -297,9 +309,9 @@ class ReplayOps:
                 capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other, *known]))
                 other_out = capture.execute(list(other), known)
             if capture is not None and capture.overflow:  # never a weaker check: the candidate would choose it
-                return {"replay_error": f"its kernels changed more than {CAPTURE_MAX_BYTES >> 30} GiB of memory in one "
-                        "call (first to last byte changed, per launch), more than the substitution check keeps; "
-                        "write into buffers no larger than needed"}
+                return {"replay_error": f"its launches changed memory that takes more than {CAPTURE_MAX_BYTES >> 30} GiB "
+                        "to keep in one call (each launch's changed bytes, or the span from its first to its last "
+                        "changed byte), more than the substitution check holds; fewer, larger launches keep less"}
             substituted = capture is not None
             checked = Run(program, kernels, self.device, "substitute" if substituted else "skip",
                           captured=capture.captured if substituted else None).execute(list(inputs), fresh())
