@@ -24,8 +24,8 @@ from adaexplore_mcp.models import Evaluation, ExportedKernel, SearchReport, Task
 from adaexplore_mcp.search import MIGRATIONS as SEARCH_MIGRATIONS
 from adaexplore_mcp.search import SearchService, SearchTree
 from adaexplore_mcp.store import Migration, Store, dumps
-from adaexplore_mcp.tasks.format import (TaskFormatError, TaskSpec, check_small_shapes, check_static, check_task_name,
-                                         source_hash)
+from adaexplore_mcp.tasks.format import (TaskFormatError, TaskSpec, check_small_shapes, check_static,
+                                         check_task_description, check_task_name, source_hash)
 from adaexplore_mcp.tasks.registry import MIGRATIONS as TASK_MIGRATIONS
 from adaexplore_mcp.tasks.registry import TaskRegistry
 from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
@@ -74,6 +74,7 @@ class App:
         constants and the probed shapes; the task's code never runs in this process).
         """
         check_task_name(name)
+        check_task_description(description)
         check_static(reference_source, self.settings.max_source_bytes)
         shapes = check_small_shapes(reference_source, small_shapes)
         on_cpu = self.judge.backend != "cuda"

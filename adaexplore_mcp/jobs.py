@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from adaexplore_mcp.errors import NotFound, error_message, quote
+from adaexplore_mcp.search import owner
 from adaexplore_mcp.store import Store, new_id
 
 JobStatus = Literal["queued", "running", "done", "failed", "lost"]
@@ -40,16 +41,15 @@ class Job(BaseModel):
     updated_at: float
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _owner_alive(row: Any) -> bool:
+    """Whether the server process that took the job still runs: its pid, start time, host and boot, as a search
+    claim's owner (search/owner.py); a pid alone was alive again in the next container (pid 1 every time), and
+    a dead server's job read `running` forever (red team, round five). Unknown (another host or container)
+    counts as alive, as before."""
+    pid, start, host, boot = (row[k] for k in ("owner_pid", "owner_start", "owner_host", "owner_boot"))
+    if host is None:  # a job from before the owner columns: its pid alone, in this namespace
+        host = owner.current().host
+    return owner.is_alive(pid, start, host, boot) is not False
 
 
 class JobRunner:
@@ -58,13 +58,13 @@ class JobRunner:
 
     def submit(self, kind: str, work: Callable[[Callable[[float, str], None]], BaseModel]) -> Job:
         """Start `work(progress)` in a daemon thread; return the queued job at once."""
-        job_id = new_id("job")
+        job_id, me = new_id("job"), owner.current()
         now = time.time()
         with self.store.write() as tx:
             tx.execute(
-                "INSERT INTO jobs (job_id, kind, status, progress, owner_pid, created_at, updated_at)"
-                " VALUES (?, ?, 'queued', 0, ?, ?, ?)",
-                (job_id, kind, os.getpid(), now, now),
+                "INSERT INTO jobs (job_id, kind, status, progress, owner_pid, owner_start, owner_host, owner_boot,"
+                " created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)",
+                (job_id, kind, me.pid, me.start, me.host, me.boot, now, now),
             )
         context = contextvars.copy_context()  # the calling client goes with the job (fair sharing of the judge)
         threading.Thread(target=context.run, args=(self._run, job_id, work), name=f"job-{job_id}",
@@ -81,8 +81,8 @@ class JobRunner:
             last_write = time.monotonic()
             self._update(job_id, status="running", progress=max(0.0, min(1.0, fraction)), message=message)
 
-        self._update(job_id, status="running", message="started")
-        try:
+        try:  # the first write too: a failing store must leave the job 'failed' with its reason, not 'queued'
+            self._update(job_id, status="running", message="started")
             result = work(progress)
             payload = result.model_dump_json()
         except Exception as exc:  # a caller's mistake, or a bug: reported like a tool error, never stuck 'running'
@@ -109,7 +109,7 @@ class JobRunner:
         if row is None:
             raise NotFound(f"unknown job_id {quote(job_id)}; job ids come from submit_* tools")
         status = row["status"]
-        if status in ("queued", "running") and not _pid_alive(row["owner_pid"]):
+        if status in ("queued", "running") and not _owner_alive(row):
             status = "lost"
         return Job(
             job_id=row["job_id"],

@@ -128,6 +128,17 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         """,
         "store",
     ),
+    # A job's owner as a search claim's (search/owner.py): a pid alone was alive again in the next container
+    # (pid 1 every time) and a dead server's job read `running` forever (red team, round five).
+    Migration(
+        8,
+        """
+        ALTER TABLE jobs ADD COLUMN owner_start INTEGER;
+        ALTER TABLE jobs ADD COLUMN owner_host TEXT;
+        ALTER TABLE jobs ADD COLUMN owner_boot TEXT;
+        """,
+        "store",
+    ),
 )
 
 

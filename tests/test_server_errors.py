@@ -370,3 +370,74 @@ def test_the_message_helpers_never_raise_and_never_leak_surrogates() -> None:
                             E.internal_error_message(exc))
     assert not E.is_user_error(KeyError("k")) and E.is_user_error(ValueError("v"))
     assert E.is_user_error(E.NotFound("n")) and not E.is_user_error(UnicodeEncodeError("utf-8", "", 0, 1, "x"))
+
+
+# -- red team, round five: bounded inputs and errors, and no session takes every thread ------------------------
+
+TASK = ("import torch\nimport torch.nn as nn\nN = 8\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x * 2\n\ndef get_inputs():\n    return [torch.randn(N)]\n\ndef get_init_inputs():\n    return []\n")
+
+
+def test_a_huge_description_or_many_bad_shape_names_is_a_short_error(app: App) -> None:
+    async def scenario(client: Client) -> tuple[str, str]:
+        long = await error_text(client, "create_task", name="described", reference_source=TASK,
+                                description="x" * 1_000_000)
+        names = {f"knob_{i}_" + "y" * 250: 1 for i in range(400)}
+        shapes = await error_text(client, "create_task", name="shaped", reference_source=TASK, small_shapes=names)
+        return long, shapes
+
+    long, shapes = run(app, scenario)
+    assert "the limit is 2000" in long and len(long) < 400, long[:500]
+    assert "and 392 more" in shapes and len(shapes) < 1000, shapes[:1200]
+
+
+def test_an_argument_error_for_every_item_of_a_long_list_is_clipped(app: App) -> None:
+    async def scenario(client: Client) -> str:
+        result = await client.call_tool("merge_rules", {"rule_ids": [{"bad": i} for i in range(5000)],
+                                                        "text": "t", "reason": "r"})
+        assert result.is_error
+        return result.content[0].text
+
+    text = run(app, scenario)
+    assert len(text) < 2200 and "characters in all" in text, text[:300]
+
+
+def test_one_session_cannot_hold_more_than_its_share_of_blocking_calls() -> None:
+    """Blocking calls run in a pool of their own, at most MAX_BLOCKING_PER_CLIENT per session: the next one is a
+    tool error at once, and another session (or a quick tool) is not queued behind them."""
+    import threading
+
+    from adaexplore_mcp.clients import CURRENT_CLIENT
+    from adaexplore_mcp.surface import common
+
+    release = threading.Event()
+
+    def slow(progress) -> str:
+        release.wait(20)
+        return "done"
+
+    async def main() -> tuple[list, str]:
+        results: list = []
+
+        async def one(client: str) -> None:
+            CURRENT_CLIENT.set(client)
+            try:
+                results.append(await common.run_blocking(None, slow))
+            except E.UserError as exc:
+                results.append(str(exc))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(common.MAX_BLOCKING_PER_CLIENT + 1):
+                tg.start_soon(one, "greedy")
+            await anyio.sleep(0.5)
+            CURRENT_CLIENT.set("other")
+            other = await anyio.to_thread.run_sync(lambda: "quick")  # anyio's default pool is still free
+            tg.start_soon(one, "other")
+            await anyio.sleep(0.2)
+            release.set()
+        return results, other
+
+    results, other = anyio.run(main)
+    refused = [r for r in results if r != "done"]
+    assert other == "quick" and len(refused) == 1 and "already has" in refused[0], results
+    assert results.count("done") == common.MAX_BLOCKING_PER_CLIENT + 1  # the greedy session's share, and the other's

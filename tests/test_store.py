@@ -71,16 +71,18 @@ def test_module_files_written_by_many_threads_at_once_are_complete(tmp_path: Pat
 def test_the_app_hands_every_part_s_migrations_to_the_store_once_each(tmp_path: Path) -> None:
     from adaexplore_mcp.app import MIGRATIONS
 
-    versions = [m.version for m in MIGRATIONS]
-    assert len(versions) == len(set(versions)) and 1 not in versions  # 1 is the store's own
+    from adaexplore_mcp.store import CORE_MIGRATIONS
+
+    versions, core = [m.version for m in MIGRATIONS], {m.version for m in CORE_MIGRATIONS}
+    assert len(versions) == len(set(versions)) and not core & set(versions)  # the store's own are its own
     store = Store(tmp_path / "db.sqlite3", MIGRATIONS)
-    assert store.applied_versions() == {1, *versions}
+    assert store.applied_versions() == {*core, *versions}
     store.migrate(MIGRATIONS)  # a part handing its own again changes nothing
-    assert Store(tmp_path / "db.sqlite3", MIGRATIONS).applied_versions() == {1, *versions}
+    assert Store(tmp_path / "db.sqlite3", MIGRATIONS).applied_versions() == {*core, *versions}
 
 
 def test_a_version_given_twice_fails_loudly_and_applies_nothing(tmp_path: Path) -> None:
-    from adaexplore_mcp.store import Migration, MigrationConflict
+    from adaexplore_mcp.store import CORE_MIGRATIONS, Migration, MigrationConflict
 
     a = Migration(7, "CREATE TABLE a (x INTEGER)", "part-a")
     b = Migration(7, "CREATE TABLE b (x INTEGER)", "part-b")
@@ -90,7 +92,7 @@ def test_a_version_given_twice_fails_loudly_and_applies_nothing(tmp_path: Path) 
     with pytest.raises(MigrationConflict, match="migration 7 of part-b differs"):
         store.migrate([b])
     assert store.read_one("SELECT 1 FROM sqlite_master WHERE name = 'b'") is None
-    assert store.applied_versions() == {1, 7}
+    assert store.applied_versions() - {m.version for m in CORE_MIGRATIONS} == {7}
 
 
 def test_a_snapshot_reads_one_state_and_refuses_a_write_inside_it(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import (
@@ -161,6 +162,12 @@ class GuardedServer(MCPServer):
             logger.error("internal error in tool %s: %s", safe_str(name), describe(cause), exc_info=cause)
             message = shorten_quotes(internal_error_message(cause), _strings(arguments))
             raise ToolError(f"Error executing tool {safe_str(name)}: {message}") from cause
+        except ToolError as exc:  # the SDK's own argument validation: one error per bad item of a long list
+            text = safe_str(exc)
+            if len(text) <= MAX_ERROR_CHARS:
+                raise
+            raise ToolError(f"{text[:MAX_ERROR_CHARS]}... ({len(text)} characters in all; fix the first errors "
+                            "and call again)") from exc
 
 
 @contextmanager
@@ -194,8 +201,35 @@ def prompt_errors() -> Iterator[None]:
         raise MCPError(code=INTERNAL_ERROR, message=internal_error_message(exc)) from exc
 
 
+MAX_ERROR_CHARS = 2000
+# Blocking calls (evaluations, task creation) wait in threads of their own pool, so that quick tools keep anyio's
+# default one; one session may have at most MAX_BLOCKING_PER_CLIENT of them at once (red team, round five: one HTTP
+# client's 44 queued evaluations took every default thread, and another client's list_tasks waited 57 s).
+MAX_BLOCKING_PER_CLIENT = 16
+BLOCKING_THREADS = 64
+_BLOCKING: RunVar[tuple[anyio.CapacityLimiter, dict[str | None, int]]] = RunVar("adaexplore_blocking")
+
+
 async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run `fn(*args, progress=..., **kwargs)` in a thread, relaying progress to the client."""
+    try:
+        limiter, busy = _BLOCKING.get()
+    except LookupError:
+        limiter, busy = anyio.CapacityLimiter(BLOCKING_THREADS), {}
+        _BLOCKING.set((limiter, busy))
+    client = CURRENT_CLIENT.get()
+    if busy.get(client, 0) >= MAX_BLOCKING_PER_CLIENT:
+        raise UserError(f"this session already has {MAX_BLOCKING_PER_CLIENT} evaluations or task creations in "
+                        "progress; wait for some to finish (submit_expand and get_job run one in the background)")
+    busy[client] = busy.get(client, 0) + 1
+    try:
+        return await _in_thread(ctx, limiter, fn, *args, **kwargs)
+    finally:
+        busy[client] -= 1
+
+
+async def _in_thread(ctx: Context | None, limiter: anyio.CapacityLimiter, fn: Callable[..., T], *args: Any,
+                     **kwargs: Any) -> T:
 
     def progress(fraction: float, message: str) -> None:
         if ctx is None:
@@ -205,4 +239,4 @@ async def run_blocking(ctx: Context | None, fn: Callable[..., T], *args: Any, **
         except Exception:  # a client that went away must not fail the work
             pass
 
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, progress=progress, **kwargs))
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, progress=progress, **kwargs), limiter=limiter)

@@ -149,6 +149,18 @@ def check_task_name(name: object) -> None:
         raise TaskFormatError(f"name must be one line of printable characters; it contains {bad!r} (U+{ord(bad):04X})")
 
 
+MAX_DESCRIPTION_CHARS = 2000
+
+
+def check_task_description(description: object) -> None:
+    """A description is shown to every session in lists and briefs: a bounded text (a 1 MB one made every
+    `list_tasks` 1 MB for every client of the data dir: red team, round five)."""
+    if not isinstance(description, str):
+        raise TaskFormatError("description must be a string")
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise TaskFormatError(f"description is {len(description)} characters; the limit is {MAX_DESCRIPTION_CHARS}")
+
+
 def check_static(source: str, max_bytes: int, required: tuple[str, ...] = REQUIRED_NAMES) -> ast.Module:
     """Parse and check the required names without running anything; raise TaskFormatError."""
     if not source or not source.strip():
@@ -175,15 +187,20 @@ def check_small_shapes(source: str, small_shapes: dict[str, int] | None) -> dict
         return {}
     knobs = integer_constants(source)
     unknown = sorted(set(small_shapes) - set(knobs))
-    if unknown:
+    if unknown:  # named briefly: a tool error quotes a few hundred characters of its input at most
         raise TaskFormatError(
-            f"small_shapes names {unknown}, which are not top-level integer constants of the source "
-            f"(available: {sorted(knobs)})"
+            f"small_shapes names {_few(unknown)}, which are not top-level integer constants of the source "
+            f"(available: {_few(sorted(knobs))})"
         )
-    bad = {k: v for k, v in small_shapes.items() if type(v) is not int or v <= 0}
+    bad = [k for k, v in small_shapes.items() if type(v) is not int or v <= 0]
     if bad:
-        raise TaskFormatError(f"small_shapes values must be positive integers: {bad}")
+        raise TaskFormatError(f"small_shapes values must be positive integers; not so for {_few(bad)}")
     return dict(small_shapes)
+
+
+def _few(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(str(n)[:40]) for n in names[:limit])
+    return f"[{shown}{f', and {len(names) - limit} more' if len(names) > limit else ''}]"
 
 
 def write_module_file(directory: Path, prefix: str, source: str) -> tuple[str, Path]:
