@@ -158,6 +158,11 @@ def test_edits_are_applied_in_order_to_the_parent_kernel(svc):
     ([{"old": "BLOCK_SIZE", "new": "B"}, {"old": "BLOCK_SIZE", "new": "C"}], "edit 1: `old` was not found"),
     ([{"old": "", "new": "x"}], "`old` is empty"),
     ([{"old": "BLOCK_SIZE"}], "must be an object"),
+    # red team, round five: a 100,000-edit step took 28 s of the server; a growing kernel stops at the limit
+    ([{"old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 1025"}, {"old": "1025", "new": "1024"}] * 101,
+     "202 edits; at most 200"),
+    ([{"old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 1024" + "#" * 300_000}, {"old": "#", "new": ""}],
+     "after edit 0 the kernel is"),
 ])
 def test_a_bad_edit_adds_no_node_and_leaves_the_step_pending(svc, edits, message):
     sid, b = _small_step(svc)

@@ -325,7 +325,7 @@ class SearchService:
             if step.kind == "large":
                 raise UserError("this is a large step: send a complete kernel_source (edits are for small steps)")
             parent = self._read(R.load_nodes, search_id, [step.parent_id], sources=True)
-            source = apply_edits(parent[step.parent_id].kernel_source or "", edits)
+            source = apply_edits(parent[step.parent_id].kernel_source or "", edits, self.max_source_bytes)
         elif kernel_source is not None:
             source = kernel_source
         else:
