@@ -441,3 +441,16 @@ def test_one_session_cannot_hold_more_than_its_share_of_blocking_calls() -> None
     refused = [r for r in results if r != "done"]
     assert other == "quick" and len(refused) == 1 and "already has" in refused[0], results
     assert results.count("done") == common.MAX_BLOCKING_PER_CLIENT + 1  # the greedy session's share, and the other's
+
+
+def test_list_searches_shows_the_newest_and_says_how_many_there_are(app: App) -> None:
+    async def scenario(client: Client) -> tuple[dict, str]:
+        task = await call(client, "create_task", name="listed", reference_source=TASK)
+        for _ in range(4):
+            await call(client, "start_search", task_id=task["task_id"], budget=2)
+        listed = await call(client, "list_searches", task_id=task["task_id"], limit=3)
+        return listed, await error_text(client, "list_searches", limit=0)
+
+    listed, bad = run(app, scenario)
+    assert listed["total"] == 4 and len(listed["searches"]) == 3, listed
+    assert "between 1 and 500" in bad

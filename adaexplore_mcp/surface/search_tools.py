@@ -7,6 +7,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from adaexplore_mcp.errors import UserError
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import ExportedKernel, SearchReport
 from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
@@ -26,6 +27,7 @@ class StartedSearch(BaseModel):
 
 class SearchList(BaseModel):
     searches: list[SearchSummary]
+    total: int = Field(default=0, description="searches there are (of the task); `searches` holds the newest `limit`")
 
 
 EXPAND_DOC = """Answer the pending step of a search with your kernel. For a small step send `edits`, a list of
@@ -125,9 +127,13 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return get_app().search.best_kernel(search_id)
 
     @mcp.tool(annotations=READ_ONLY)
-    def list_searches(task_id: str | None = None) -> SearchList:
-        """All searches (optionally of one task): strategy, budget, steps used and left, best speedup. Cheap."""
-        return SearchList(searches=get_app().search.list_searches(task_id))
+    def list_searches(task_id: str | None = None, limit: int = 50) -> SearchList:
+        """The newest `limit` searches (optionally of one task), oldest first: strategy, budget, steps used and
+        left, best speedup; `total` says how many there are. Cheap."""
+        if not 1 <= limit <= 500:
+            raise UserError(f"limit must be between 1 and 500, got {limit}")
+        searches = get_app().search.list_searches(task_id)
+        return SearchList(searches=searches[-limit:], total=len(searches))
 
     @mcp.tool(annotations=IDEMPOTENT)
     def export_kernel(search_id: str) -> ExportedKernel:
