@@ -454,3 +454,19 @@ def test_list_searches_shows_the_newest_and_says_how_many_there_are(app: App) ->
     listed, bad = run(app, scenario)
     assert listed["total"] == 4 and len(listed["searches"]) == 3, listed
     assert "between 1 and 500" in bad
+
+
+def test_a_damaged_data_store_is_named_as_such_not_as_a_bug(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team, round five: a data file overwritten under the server answered "internal error in store.py"."""
+    import sqlite3
+
+    def damaged(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(app.tasks, "list", damaged)
+
+    async def scenario(client: Client) -> str:
+        return await error_text(client, "list_tasks")
+
+    text = run(app, scenario)
+    assert "data store could not be used" in text and "adaexplore.sqlite3" in text and "internal error" not in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -96,6 +97,11 @@ def _check(path: str, value: Any) -> None:
             _check(f"{path}.{name}", getattr(value, name, None))
 
 
+# What an SQLite error says when the data store itself is the trouble (red team, round five: a damaged file read
+# "internal error in store.py", as if the server had a bug)
+_STORE_TROUBLE = ("malformed", "not a database", "readonly", "disk i/o", "unable to open", "is full", "locked")
+
+
 @contextmanager
 def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
     """Any exception becomes a tool error the model can read and act on.
@@ -111,6 +117,11 @@ def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
     except WorkerStartError as exc:  # the environment, not the caller: say so instead of a bare crash
         raise ToolError(f"the judge could not start a worker process: {safe_str(exc)}") from exc
     except Exception as exc:
+        if isinstance(exc, sqlite3.DatabaseError) and any(w in safe_str(exc).lower() for w in _STORE_TROUBLE):
+            logger.error("the data store failed: %s", describe(exc), exc_info=exc)
+            raise ToolError(f"the data store could not be used ({safe_str(exc)[:200]}): it is adaexplore.sqlite3 in "
+                            "the data directory (ADAEXPLORE_HOME); if it is damaged, restore it from a backup or move "
+                            "it aside to start afresh; check the directory's permissions and free space") from exc
         if is_user_error(exc):
             message = user_message(exc)
         else:
