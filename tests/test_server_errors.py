@@ -470,3 +470,24 @@ def test_a_damaged_data_store_is_named_as_such_not_as_a_bug(app: App, monkeypatc
 
     text = run(app, scenario)
     assert "data store could not be used" in text and "adaexplore.sqlite3" in text and "internal error" not in text
+
+
+def test_get_search_shows_at_most_max_nodes_with_the_best_path_and_counts_the_rest(app: App) -> None:
+    async def scenario(client: Client) -> tuple[dict, dict]:
+        task = await call(client, "create_task", name="trimmed", reference_source=TASK)
+        search = await call(client, "start_search", task_id=task["task_id"], budget=6)
+        for i in range(6):
+            step = await call(client, "next_step", search_id=search["search_id"])
+            speed = 3.0 if i == 1 else 1.1
+            await call(client, "expand_node", search_id=search["search_id"], step_id=step["step_id"],
+                       kernel_source=KERNEL.replace("speedup=1.5", f"speedup={speed}") + f"# {i}\n")
+        whole = await call(client, "get_search", search_id=search["search_id"])
+        cut = await call(client, "get_search", search_id=search["search_id"], max_nodes=4)
+        return whole, cut
+
+    whole, cut = run(app, scenario)
+    assert len(whole["nodes"]) == 7 and whole["omitted_nodes"] == 0
+    ids = [n["node_id"] for n in cut["nodes"]]
+    best = whole["best_node_id"]
+    assert len(ids) == 4 and cut["omitted_nodes"] == 3 and 0 in ids and best in ids, (ids, best)
+    assert max(n["step_index"] for n in whole["nodes"]) in [n["step_index"] for n in cut["nodes"]]  # the newest

@@ -227,6 +227,7 @@ class SearchSummary(BaseModel):
 class SearchTree(SearchSummary):
     params: SearchParams
     nodes: list[NodeView]
+    omitted_nodes: int = Field(default=0, description="nodes left out of `nodes` (get_search's max_nodes)")
     best_curve: list[float | None] = Field(
         description="after each step (index = step_index), the speedup of the best node so far (a timed pass "
         "outranks an untimed one; 1.0 while the best is untimed); null before any correct node"

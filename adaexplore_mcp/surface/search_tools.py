@@ -30,6 +30,27 @@ class SearchList(BaseModel):
     total: int = Field(default=0, description="searches there are (of the task); `searches` holds the newest `limit`")
 
 
+def trimmed(tree: SearchTree, max_nodes: int) -> SearchTree:
+    """The tree with at most `max_nodes` nodes, in their order: the root, the best node's path, then the newest
+    (red team, round five: a 100-node tree was 85,000 characters, and budgets go to 10,000)."""
+    if len(tree.nodes) <= max_nodes:
+        return tree
+    by_id = {n.node_id: n for n in tree.nodes}
+    keep: list[int] = [0]
+    node = by_id.get(tree.best_node_id) if tree.best_node_id is not None else None
+    while node is not None and node.node_id not in keep:
+        keep.append(node.node_id)
+        node = by_id.get(node.parent_id) if node.parent_id is not None else None
+    for n in sorted(tree.nodes, key=lambda n: n.step_index, reverse=True):
+        if len(keep) >= max_nodes:
+            break
+        if n.node_id not in keep:
+            keep.append(n.node_id)
+    chosen = set(keep[:max(max_nodes, 1)])
+    nodes = [n for n in tree.nodes if n.node_id in chosen]
+    return tree.model_copy(update={"nodes": nodes, "omitted_nodes": len(tree.nodes) - len(nodes)})
+
+
 EXPAND_DOC = """Answer the pending step of a search with your kernel. For a small step send `edits`, a list of
 {"old": ..., "new": ...} exact replacements applied in order to the brief's parent_kernel (each `old` must occur
 exactly once; otherwise nothing is added and the step stays pending), or a full `kernel_source`; a large step
@@ -114,11 +135,15 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         )
 
     @mcp.tool(annotations=READ_ONLY)
-    def get_search(search_id: str, include_sources: bool = False) -> SearchTree:
-        """The whole tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
-        best-speedup curve over steps, and the search's constants. Kernel sources only with include_sources
+    def get_search(search_id: str, include_sources: bool = False, max_nodes: int = 100) -> SearchTree:
+        """The tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
+        best-speedup curve over steps, and the search's constants. At most `max_nodes` nodes (the root, the best
+        node and its ancestors, then the newest); `omitted_nodes` counts the rest, and the resource
+        adaexplore://searches/{search_id}/tree holds them all. Kernel sources only with include_sources
         (large: prefer the resource adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
-        return get_app().search.get_search(search_id, include_sources)
+        if not 1 <= max_nodes <= 1000:
+            raise UserError(f"max_nodes must be between 1 and 1000, got {max_nodes}")
+        return trimmed(get_app().search.get_search(search_id, include_sources), max_nodes)
 
     @mcp.tool(annotations=READ_ONLY)
     def best_kernel(search_id: str) -> BestKernel:
