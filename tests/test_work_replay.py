@@ -229,16 +229,22 @@ ROWS = textwrap.dedent('''
 ''')
 
 
+def captured(tmp_path: Path, source: str, shape: tuple[int, ...]) -> tuple:
+    """A call recorded on one input, and a capture run of its program on another: (x, other, program, kernels,
+    the capture run, its output)."""
+    module = load(tmp_path, source)
+    x, other = torch.randn(*shape), torch.randn(*shape)
+    trace, _ = record(module, module.ModelNew(), x)
+    program = trace.program()
+    kernels = build_kernels(source, program["kernels"], "cand_replay_test", tmp_path)
+    capture = Run(program, kernels, "cpu", "capture")
+    return x, other, program, kernels, capture, capture.execute([other], list(trace.constants))
+
+
 def test_a_capture_keeps_what_each_launch_changed_and_the_substitution_puts_it_back(tmp_path: Path) -> None:
     """A launch that writes one row of a large buffer costs that row (red team, round 4: counting whole
     buffers let a candidate overflow the capture with tiny writes and fall back to the weaker skip check)."""
-    module = load(tmp_path, ROWS)
-    x, other = torch.randn(8, 16), torch.randn(8, 16)
-    trace, _ = record(module, module.ModelNew(), x)
-    program = trace.program()
-    kernels = build_kernels(ROWS, program["kernels"], "cand_replay_test", tmp_path)
-    capture = Run(program, kernels, "cpu", "capture")
-    other_out = capture.execute([other], list(trace.constants))
+    x, other, program, kernels, capture, other_out = captured(tmp_path, ROWS, (8, 16))
     assert capture.captured_bytes == 2 * 8 * 16 * 4 and not capture.overflow  # 8 rows, not 8 whole buffers
     substituted = Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [])
     torch.testing.assert_close(substituted, other_out)  # every byte of the output came from the kernels' writes
@@ -290,13 +296,7 @@ def test_a_launch_that_writes_scattered_bytes_costs_those_bytes_not_its_span(tmp
     """Red team, round five: a kernel launched once per block of columns of a row-major output writes each byte
     once, but each launch's first-to-last span is nearly the whole output; counted by span, an 8192 x 8192 output
     in 16 launches outgrew the capture and a legitimate kernel was refused. Scattered writes keep positions."""
-    module = load(tmp_path, COLUMNS)
-    x, other = torch.randn(16, 64), torch.randn(16, 64)
-    trace, _ = record(module, module.ModelNew(), x)
-    program = trace.program()
-    kernels = build_kernels(COLUMNS, program["kernels"], "cand_replay_test", tmp_path)
-    capture = Run(program, kernels, "cpu", "capture")
-    other_out = capture.execute([other], list(trace.constants))
+    x, other, program, kernels, capture, other_out = captured(tmp_path, COLUMNS, (16, 64))
     spans = 8 * 2 * (15 * 64 + 8) * 4  # what counting each launch's span would have cost
     assert capture.captured_bytes <= 9 * 16 * 64 * 4 < spans  # a byte written with the value it had is not kept
     substituted = Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [])
