@@ -23,6 +23,7 @@ _INSTALLED = "_adaexplore_launch_hook"
 
 
 _DEF = re.compile(r"^\s*def\s+(\w+)", re.MULTILINE)
+_BLANK_LINES = re.compile(r"^[ \t]+$", re.MULTILINE)
 
 
 def kernel_names(kernel: Any) -> set[str]:
@@ -62,8 +63,11 @@ def def_digest(node: ast.FunctionDef) -> str:
     """A `def` as code, whatever its decorators, comments, blank lines and indentation: what the recorder and the
     replay compare (the kernel that ran is the `def` of its name in the source, not one made by `exec` or swapped
     in at run time: red team, round 5)."""
-    bare = copy.copy(node)
+    bare = copy.deepcopy(node)
     bare.decorator_list = []
+    for const in ast.walk(bare):  # dedent (Triton's, and the recorder's) empties whitespace-only lines of strings
+        if isinstance(const, ast.Constant) and isinstance(const.value, str):
+            const.value = _BLANK_LINES.sub("", const.value)
     return hashlib.sha256(ast.dump(bare).encode()).hexdigest()[:32]
 
 
@@ -98,10 +102,12 @@ def _wrap(cls: type) -> None:
             result = original(self, *args, **kwargs)
         finally:
             _state.inside = False
+            # `after` also when the launch raised: the recorder is out of the launch either way (red team, round
+            # six: a failed launch caught by the candidate, or by an autotuner, left every later operator "inside")
+            if mine and getattr(_state, "after", None) is not None:
+                _state.after(self, args, kwargs)
         if mine and _kernel_of(self)[1] not in _state.names:
             _state.names.append(_kernel_of(self)[1])
-        if mine and getattr(_state, "after", None) is not None:
-            _state.after(self, args, kwargs)
         return result
 
     setattr(run, _INSTALLED, True)

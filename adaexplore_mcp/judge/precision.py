@@ -10,6 +10,7 @@ each candidate call finds a candidate that flips the global switches at run time
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from typing import Any
 from .. import pyparse
@@ -64,8 +65,9 @@ def program_reasons(program: Any, constant_dtypes: tuple[str, ...] = ()) -> list
             walk({"dtype": step.get("dtype")}, "a view of another dtype")
     for name, reads in (kernels if isinstance(kernels, dict) else {}).items():  # module-level Triton dtypes it reads
         for desc in (reads or {}).values() if isinstance(reads, dict) else []:
-            if isinstance(desc, dict) and _low_triton_dtype(str(desc.get("tl_dtype", ""))) and len(found) < 6:
-                found.append(f"kernel {str(name)[:40]} reads a module-level {str(desc['tl_dtype'])[:12]} dtype")
+            dtype = str(desc.get("tl_dtype", desc.get("constexpr_dtype", ""))) if isinstance(desc, dict) else ""
+            if _low_triton_dtype(dtype) and len(found) < 6:
+                found.append(f"kernel {str(name)[:40]} reads a module-level {dtype[:12]} dtype")
             elif isinstance(desc, dict) and any(_low_triton_dtype(t) for t in _strings(desc)) and len(found) < 6:
                 found.append(f"kernel {str(name)[:40]} reads a module-level string naming a dtype below float32")
     return found
@@ -212,6 +214,10 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
     reasons: list[str] = []
     tf32_dot = False
     triton_names = _triton_names(tree)
+    # `torch.backends.cuda.matmul.allow_tf32 = False`: turning a switch off (strict float32) is no reason to flag
+    switched_off = {id(t) for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                    and (n.value.value is False or str(n.value.value).lower() in ("highest", "ieee"))
+                    for t in n.targets if isinstance(t, ast.Attribute)}
 
     def add(text: str, node: ast.AST) -> None:
         line = f"{text} (line {getattr(node, 'lineno', '?')})"
@@ -231,7 +237,7 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                 add(f"uses {name}: computes below float32", node)
             elif "autocast" in leaf or name.endswith("amp.autocast"):
                 add(f"uses {name}: autocast computes matmuls/convolutions in fp16/bf16", node)
-            elif _tf32_switch(leaf):  # allow_tf32, torch._C._set_cublas_allow_tf32, fp32_precision...
+            elif _tf32_switch(leaf) and id(node) not in switched_off:  # allow_tf32, torch._C._set_cublas_allow_tf32...
                 add(f"touches {name}: may enable TF32 or reduced-precision reductions", node)
         elif isinstance(node, ast.Call):
             fname = _dotted(node.func)
@@ -254,11 +260,13 @@ def source_reasons(source: str) -> tuple[list[str], bool]:
                         add(f"tl.dot with input_precision={kw.value.value!r}", node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ("float16", "bfloat16", "fp16", "bf16"):
             add(f"names dtype {node.value!r}", node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _tf32_switch(node.value):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAME_LIKE.fullmatch(node.value) \
+                and _tf32_switch(node.value):  # a name's fragment ('_set_cublas_allow_tf32'), not prose
             add(f"names {node.value[:40]!r}: may enable TF32 or reduced-precision reductions", node)
     return reasons, tf32_dot
 
 
+_NAME_LIKE = re.compile(r"[\w.]+")
 _SWITCH_WORDS = ("tf32", "fp32_precision", "matmul_precision", "reduced_precision", "reductionfp16",
                  "reductionbf16", "fp16reduction", "bf16reduction", "fp32_default", "f32_default", "bf16_reduction")
 

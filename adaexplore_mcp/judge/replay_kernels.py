@@ -210,6 +210,8 @@ def _global(desc: Any) -> Any:
         return tl.constexpr(_scalar(value))
     if kind == "tl_dtype":
         return tl.dtype(str(value))
+    if kind == "constexpr_dtype":
+        return tl.constexpr(tl.dtype(str(value)))
     if kind in ("module", "attr"):
         name = str(value if kind == "module" else value[0])
         if not name.startswith(TRITON_MODULES):

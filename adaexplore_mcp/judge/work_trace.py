@@ -230,6 +230,8 @@ class WorkTrace(TorchDispatchMode):
             plain = value.value
             if plain is None or isinstance(plain, (bool, int, float, str)):
                 return {"constexpr": _scalar(plain)}
+            if type(plain).__name__ == "dtype" and type(plain).__module__.startswith("triton"):  # tl.constexpr(tl.float32)
+                return {"constexpr_dtype": str(plain.name)}
         if value is None or isinstance(value, (bool, int, float, str)):
             return {"value": _scalar(value)}
         module = getattr(value, "__module__", None) or ""

@@ -161,3 +161,23 @@ def test_round_five_lower_precision_is_flagged(judge: Judge, name: str) -> None:
     assert ev.verdict == Verdict.passed, summary(ev)
     assert ev.precision.below_fp32 and ev.precision.reasons, ev.precision
 
+
+
+# Round six: strict float32 code must not be flagged: TF32 turned off, an attribute set to False, prose about TF32.
+IEEE_KERNEL = LINEAR_KERNEL.replace("tl.dot(a, w)", "tl.dot(a, w, input_precision='ieee')")
+NOT_BELOW = {
+    "tf32_switched_off": IEEE_KERNEL.replace("class ModelNew", "torch.backends.cuda.matmul.allow_tf32 = False\n"
+                                             "torch.backends.cudnn.allow_tf32 = False\n\n\nclass ModelNew"),
+    "an_attribute_set_false": IEEE_KERNEL.replace("        M, K = x.shape", "        self.use_tf32 = False\n"
+                                                  "        M, K = x.shape"),
+    "prose_about_tf32": IEEE_KERNEL.replace("    pm = tl.program_id(0)", '    """Exact fp32 GEMM: input_precision='
+                                            '"ieee", so no TF32 here."""\n    pm = tl.program_id(0)'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_BELOW))
+def test_strict_float32_code_is_not_flagged(judge: Judge, name: str) -> None:
+    source = NOT_BELOW[name]
+    assert source != IEEE_KERNEL and "input_precision='ieee'" in source
+    ev = evaluate(judge, source, task=task(LINEAR_TASK, LINEAR_SMALL, name="linear"))
+    assert ev.verdict == Verdict.passed and not ev.precision.below_fp32, (summary(ev), ev.precision)

@@ -240,3 +240,63 @@ def test_a_launch_that_is_not_the_sources_kernel_is_refused(judge: Judge, name: 
     ev = evaluate(judge, ATTACKS[name])
     canary(judge)
     assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", summary(ev)
+
+
+# Round six: legitimate kernels the new checks must let through (each was refused, or flagged, by a first version).
+AFFINE_BODY = '''    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, (x * TWO + 1).to(DTYPE), mask=mask)
+'''
+LEGITIMATE = {
+    # a whitespace-only line in the docstring: dedent (Triton's, the recorder's) empties it, the source keeps it
+    "docstring_with_a_blank_line": ('DTYPE = tl.constexpr(tl.float32)\nTWO = tl.constexpr(2)\n\n\n@triton.jit\ndef affine_kernel(x_ptr, y_ptr, n, '
+                                    'BLOCK: tl.constexpr):\n    """y = 2x + 1.\n    \n    One block per program.\n    """\n'
+                                    + AFFINE_BODY),
+    # a module-level tl.constexpr wrapping a dtype, and one wrapping a number
+    "constexpr_dtype_global": ("DTYPE = tl.constexpr(tl.float32)\nTWO = tl.constexpr(2)\n\n\n@triton.jit\n"
+                               "def affine_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n" + AFFINE_BODY),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGITIMATE))
+def test_legitimate_kernels_pass_the_launch_checks(judge: Judge, name: str) -> None:
+    from tests.test_judge_cases import HEADER
+
+    source = HEADER + LEGITIMATE[name] + ('\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n'
+                                          '        y = torch.empty_like(x)\n'
+                                          '        affine_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)\n'
+                                          '        return y\n')
+    ev = evaluate(judge, source)
+    assert ev.verdict == Verdict.passed and not ev.precision.below_fp32, summary(ev)
+
+
+def test_a_launch_that_raises_and_is_caught_leaves_the_recorder_outside_the_launch() -> None:
+    """Round six: the recorder left a launch only when it returned, so after a failed launch the candidate caught
+    (or an autotuner did) every later operator counted as run inside a launch."""
+    import torch
+
+    from adaexplore_mcp.judge import launches
+    from adaexplore_mcp.judge.work_trace import WorkTrace
+    from tests.test_judge_cases import GOOD
+    from tests.test_work_replay import load
+
+    import tempfile
+    from pathlib import Path
+
+    module = load(Path(tempfile.mkdtemp()), GOOD, name="cand_caught_launch")
+    x = torch.randn(256)
+    trace = WorkTrace([x])
+    launches.install()
+    launches.begin(module.__name__, recorder=trace.before, after=trace.after)
+    try:
+        with torch.no_grad(), trace:
+            try:
+                module.affine_kernel[(1,)](x)  # too few arguments: raises
+            except TypeError:
+                pass
+            y = module.ModelNew()(x).clone()
+    finally:
+        launches.end()
+    assert trace.paused == 0 and trace.problem is None, trace.problem
+    torch.testing.assert_close(y, x * 2 + 1)
