@@ -142,13 +142,24 @@ class Recorder:
         self.launches: list[Launch] = []
         self.keys: set = set()
         self.dropped = 0  # distinct launches past MAX_RECORDED
+        self.last: Launch | None = None  # the launch the current call recorded, if it was new
 
     def __call__(self, kernel: Any, args: tuple, kwargs: dict) -> None:
+        self.last = None
         try:
             if not kwargs.get("warmup", False):
                 self.add(record_launch_args(kernel, args, kwargs, kwargs.get("grid"), _from_autotuner()))
         except Exception:  # noqa: BLE001 - recording must never break a launch
             pass
+
+    def drop_last(self) -> None:
+        """Forget the launch just recorded: it raised here too, so the candidate saw its error (and caught it, or
+        failed with it); the front end must not report it as a GPU-only failure at a later line (red team,
+        round six)."""
+        if self.last is not None and self.launches and self.launches[-1] is self.last:
+            self.launches.pop()
+            self.keys.discard(_launch_key(self.last))
+        self.last = None
 
     def add(self, launch: Launch) -> None:
         fn_module = getattr(launch.fn, "__module__", None) or ""
@@ -165,6 +176,7 @@ class Recorder:
         launch.site = _candidate_frames(launch.fn)
         self.keys.add(key)
         self.launches.append(launch)
+        self.last = launch
 
     def close(self) -> list[Launch]:
         """The launches, in order; the candidate's frames they keep lose their locals (tensors)."""

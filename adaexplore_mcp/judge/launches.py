@@ -95,11 +95,12 @@ def _wrap(cls: type) -> None:
             return original(self, *args, **kwargs)
         watched = getattr(_state, "module", None)
         mine = watched is not None and not kwargs.get("warmup", False) and _kernel_of(self)[0] == watched
-        _state.inside = True
+        _state.inside, _state.raised = True, True
         try:
             if mine and getattr(_state, "recorder", None) is not None:
                 _state.recorder(self, args, kwargs)
             result = original(self, *args, **kwargs)
+            _state.raised = False
         finally:
             _state.inside = False
             # `after` also when the launch raised: the recorder is out of the launch either way (red team, round
@@ -112,6 +113,11 @@ def _wrap(cls: type) -> None:
 
     setattr(run, _INSTALLED, True)
     cls.run = run  # type: ignore[method-assign]
+
+
+def raised() -> bool:
+    """Inside `after`: whether the launch raised (the candidate saw that error itself)."""
+    return bool(getattr(_state, "raised", False))
 
 
 def install() -> None:

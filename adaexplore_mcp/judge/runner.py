@@ -298,7 +298,13 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             if trace is not None:
                 trace.before(kernel, args, kwargs)
 
-        launches.begin(self.module.__name__, recorder=before_launch, after=trace.after if trace is not None else None)
+        def after_launch(kernel: Any, args: tuple, kwargs: dict) -> None:
+            if recorder is not None and launches.raised():
+                recorder.drop_last()
+            if trace is not None:
+                trace.after(kernel, args, kwargs)
+
+        launches.begin(self.module.__name__, recorder=before_launch, after=after_launch)
         precision.watching(True)
         try:
             with torch.no_grad(), trace if trace is not None else contextlib.nullcontext():

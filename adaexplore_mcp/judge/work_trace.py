@@ -71,6 +71,7 @@ class WorkTrace(TorchDispatchMode):
         self.kernels: dict[str, dict[str, Any]] = {}
         self.problem: str | None = None
         self._building: set[str] = set()  # kernels whose entry is being made (a kernel may read itself)
+        self._last_launch: dict[str, Any] | None = None  # the step `before` added for the launch under way
         self.paused = 0  # inside a launch: the interpreter's own copies are not the candidate's operators
         self.inputs = [self._new(x) if isinstance(x, torch.Tensor) else None for x in inputs]
         self.output: Any = None
@@ -184,9 +185,13 @@ class WorkTrace(TorchDispatchMode):
         else:
             step["grid"] = [int(g) for g in (grid if isinstance(grid, (list, tuple)) else (grid,))]
         self._step(step)
+        self._last_launch = step
 
     def after(self, kernel: Any, args: tuple, kwargs: dict) -> None:
         self.paused = max(0, self.paused - 1)
+        if launches.raised() and self.steps and self.steps[-1] is self._last_launch:
+            self.steps.pop()  # it raised here too: the candidate saw the error; the replay must not run it
+        self._last_launch = None
 
     def _kernel(self, kernel: Any, name: str) -> None:
         """The module-level values a kernel's body reads, so the replay's copy of it reads the same, and the digest

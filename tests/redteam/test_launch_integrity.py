@@ -299,4 +299,15 @@ def test_a_launch_that_raises_and_is_caught_leaves_the_recorder_outside_the_laun
     finally:
         launches.end()
     assert trace.paused == 0 and trace.problem is None, trace.problem
+    assert [s["launch"] for s in trace.steps if "launch" in s] == ["affine_kernel"]  # the failed one is not replayed
     torch.testing.assert_close(y, x * 2 + 1)
+
+
+def test_a_candidate_that_catches_a_failed_launch_and_goes_on_passes(judge: Judge) -> None:
+    """The failed launch is neither replayed nor reported by the GPU front-end check as the candidate's error."""
+    from tests.test_judge_cases import candidate
+
+    source = candidate("        y = torch.empty_like(x)\n        try:\n            affine_kernel[(1,)](x, y)\n"
+                       "        except TypeError:\n            pass\n        return affine(x).clone()")
+    ev = evaluate(judge, source)
+    assert ev.verdict == Verdict.passed, summary(ev)
