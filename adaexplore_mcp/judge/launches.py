@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import inspect
 import re
@@ -26,32 +27,40 @@ _DEF = re.compile(r"^\s*def\s+(\w+)", re.MULTILINE)
 _BLANK_LINES = re.compile(r"^[ \t]+$", re.MULTILINE)
 
 
+def _jit_src(kernel: Any) -> str | None:
+    """The source a JITFunction kept when it was made (`_src`, from the `def` on): what Triton compiles on a GPU.
+    The interpreter's functions keep none."""
+    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
+    return src if isinstance(src, str) else None
+
+
+def _src_def_name(kernel: Any) -> str | None:
+    match = _DEF.search(_jit_src(kernel) or "")
+    return match.group(1) if match else None
+
+
 def kernel_names(kernel: Any) -> set[str]:
     """Every name a launched kernel goes by: its function's `__name__` and code name, the name its JITFunction
     took when it was made, and the `def` in the source Triton compiles. They agree unless the candidate renamed
     something at run time (red team, round 4: `cheat.fn.__name__ = "affine_kernel"` had the trials run one
     kernel while the record, and so the replay, named an honest one)."""
     fn = getattr(kernel, "fn", None)
-    names = {getattr(fn, "__name__", None), getattr(getattr(fn, "__code__", None), "co_name", None)}
     made = kernel.__dict__.get("__name__") if hasattr(kernel, "__dict__") else None  # JITFunction's own, not a property
-    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
-    match = _DEF.search(src) if isinstance(src, str) else None
-    names |= {made, match.group(1) if match else None}
+    names = {getattr(fn, "__name__", None), getattr(getattr(fn, "__code__", None), "co_name", None), made,
+             _src_def_name(kernel)}
     return {n for n in names if isinstance(n, str)}
 
 
 def kernel_name(kernel: Any) -> str:
     """The name a launch is known by: the `def` Triton compiles where there is one (a GPU), else the function's."""
-    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
-    match = _DEF.search(src) if isinstance(src, str) else None
-    return match.group(1) if match else str(getattr(getattr(kernel, "fn", None), "__name__", "?"))
+    return _src_def_name(kernel) or str(getattr(getattr(kernel, "fn", None), "__name__", "?"))
 
 
 def kernel_source(kernel: Any) -> str | None:
     """The source Triton runs for a kernel: the text its JITFunction kept (a GPU), or its function's (the
     interpreter reads it again, through linecache); None when it cannot be read."""
-    src = kernel.__dict__.get("_src") if hasattr(kernel, "__dict__") else None
-    if isinstance(src, str):
+    src = _jit_src(kernel)
+    if src is not None:
         return src
     try:
         return inspect.getsource(kernel.fn)
@@ -71,18 +80,16 @@ def def_digest(node: ast.FunctionDef) -> str:
     return hashlib.sha256(ast.dump(bare).encode()).hexdigest()[:32]
 
 
+@functools.lru_cache(maxsize=256)
 def source_digest(text: str | None) -> str | None:
-    """`def_digest` of the first `def` in a kernel's source text; None when there is none."""
+    """`def_digest` of the first `def` in a kernel's source text; None when there is none. Cached by the text:
+    every launch of every recorded trial asks (a parse and a deep copy each time otherwise)."""
     try:
         tree = ast.parse(textwrap.dedent(text or ""))
     except (SyntaxError, ValueError):
         return None
     node = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
     return def_digest(node) if node is not None else None
-
-
-def _kernel_of(kernel: Any) -> tuple[str | None, str]:
-    return getattr(getattr(kernel, "fn", None), "__module__", None), kernel_name(kernel)
 
 
 def _wrap(cls: type) -> None:
@@ -94,7 +101,8 @@ def _wrap(cls: type) -> None:
         if getattr(_state, "inside", False):  # wrapped twice (another hook installed between): one launch, seen once
             return original(self, *args, **kwargs)
         watched = getattr(_state, "module", None)
-        mine = watched is not None and not kwargs.get("warmup", False) and _kernel_of(self)[0] == watched
+        mine = watched is not None and not kwargs.get("warmup", False) and \
+            getattr(getattr(self, "fn", None), "__module__", None) == watched
         _state.inside, _state.raised = True, True
         try:
             if mine and getattr(_state, "recorder", None) is not None:
@@ -107,8 +115,8 @@ def _wrap(cls: type) -> None:
             # six: a failed launch caught by the candidate, or by an autotuner, left every later operator "inside")
             if mine and getattr(_state, "after", None) is not None:
                 _state.after(self, args, kwargs)
-        if mine and _kernel_of(self)[1] not in _state.names:
-            _state.names.append(_kernel_of(self)[1])
+        if mine and (name := kernel_name(self)) not in _state.names:
+            _state.names.append(name)
         return result
 
     setattr(run, _INSTALLED, True)
