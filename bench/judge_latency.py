@@ -98,7 +98,7 @@ def run(pairs: list[tuple[TaskSpec, str]], stability_task: str | None, home: Pat
 def worker_log_notes(home: Path, limit: int = 60) -> list[str]:
     """The judge's own notes in its workers' logs (references evicted or lost: why a warm evaluation met a
     fresh reference runner and compiled its torch.compile baseline again)."""
-    from adaexplore_mcp.judge.pool import read_notes
+    from adaexplore_mcp.judge.notes import read_notes
 
     return read_notes(home / "logs", limit)  # drops, losses, a referee replaced, a relaxed sandbox, and why
 

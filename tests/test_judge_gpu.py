@@ -40,7 +40,7 @@ def judge(tmp_path_factory: pytest.TempPathFactory):
     j.close()
     notes = os.environ.get("GPU_TEST_NOTES")  # bench/gpu_run.sh: the workers' own notes (references dropped, why)
     if notes:
-        from adaexplore_mcp.judge.pool import read_notes
+        from adaexplore_mcp.judge.notes import read_notes
 
         Path(notes).write_text("\n".join(read_notes(j.settings.home / "logs")) + "\n")
 

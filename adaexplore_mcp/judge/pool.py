@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .fair import FairSlots
+from .notes import keep_notes
 from .worker import main as worker_main
 
 RECYCLE_AFTER = 200
@@ -156,45 +157,6 @@ class Worker:
             self.log_path.unlink()
         except OSError:
             pass
-
-
-NOTES_FILE = "judge-notes.log"
-NOTES_MAX_BYTES = 1 << 20
-NOTE_PREFIX = "adaexplore-mcp judge:"
-
-
-def keep_notes(log_path: Path) -> None:
-    """Before a worker's log goes: its referee's own notes (a reference dropped and why, a referee replaced, a
-    sandbox relaxed) are appended to `judge-notes.log` beside it, which keeps the last MiB or so. They explain a
-    slow or odd evaluation after the fact; the rest of the log (runner output) is not kept."""
-    try:
-        with open(log_path, "rb") as fh:
-            lines = [ln for ln in fh.read().decode(errors="replace").splitlines() if ln.startswith(NOTE_PREFIX)]
-        if not lines:
-            return
-        notes = log_path.parent / NOTES_FILE
-        if notes.exists() and notes.stat().st_size > NOTES_MAX_BYTES:
-            notes.replace(notes.with_suffix(".log.1"))
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(notes, "a", encoding="utf-8") as out:
-            out.writelines(f"{stamp} {log_path.name.split('-')[0]} {ln[len(NOTE_PREFIX):].strip()[:500]}\n"
-                           for ln in lines)
-    except OSError:
-        pass
-
-
-def read_notes(log_dir: Path, limit: int = 200) -> list[str]:
-    """The referees' notes, oldest first: those kept from workers that ended, then those of live workers."""
-    notes: list[str] = []
-    try:
-        kept = sorted(log_dir.glob(NOTES_FILE + "*"), key=lambda p: p.name, reverse=True)  # .log.1 before .log
-        notes += [ln for p in kept for ln in p.read_text(errors="replace").splitlines()]
-        for log in sorted(log_dir.glob("worker*.log")):
-            notes += [f"live {log.name.split('-')[0]} {ln[len(NOTE_PREFIX):].strip()[:500]}"
-                      for ln in log.read_text(errors="replace").splitlines() if ln.startswith(NOTE_PREFIX)]
-    except OSError:
-        pass
-    return notes[-limit:]
 
 
 class Pool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import idle_watch, kernel_cache, sandbox
+from . import idle_watch, kernel_cache, notes, sandbox
 from .kernel_cache import KernelCache
 from .reference_timings import ReferenceTimings
 from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
@@ -133,7 +133,7 @@ class Referee:
             self.spares.popleft().kill()
         self.top_up()
         note = f"the host's private dirs stay visible and Unix sockets allowed: a runner died under them ({tail})"
-        print(f"adaexplore-mcp judge: sandbox relaxed: {note}", file=sys.stderr, flush=True)
+        notes.note(f"sandbox relaxed: {note}")
         return note
 
     def wait_spares(self, deadline: float) -> None:
@@ -230,8 +230,7 @@ class Referee:
             reply, bufs = exchange()
         except RunnerGone as exc:
             self.refs.pop(ref.key, None)
-            print(f"adaexplore-mcp judge: reference process lost while {what}: {_gone_text(what, exc)[:300]}",
-                  file=sys.stderr, flush=True)
+            notes.note(f"reference process lost while {what}: {_gone_text(what, exc)[:300]}")
             raise ReferenceFailure(_gone_text(what, exc)) from None
         if "ref_error" in reply or "internal" in reply:
             oom = bool(reply.get("oom"))
@@ -282,7 +281,7 @@ class Referee:
         """Kill a cached reference; `why` goes to the worker's log (a warm evaluation that meets a fresh
         reference runner pays its load and its torch.compile again: the log says what caused it)."""
         if why:
-            print(f"adaexplore-mcp judge: reference of {ref.key[0][:40]!r} dropped: {why}", file=sys.stderr, flush=True)
+            notes.note(f"reference of {ref.key[0][:40]!r} dropped: {why}")
         self.refs.pop(ref.key, None)
         ref.runner.close()
 

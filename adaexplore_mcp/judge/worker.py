@@ -123,11 +123,12 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
     # cached: returning them made the next evaluation pay cudaMalloc again.
     from .device_memory import KEEP_CACHED_BYTES, give_back
+    from .notes import note
 
     left = give_back(KEEP_CACHED_BYTES, collect_garbage=True)
     if left > LEFT_BEHIND_BYTES:  # what a runner never let go of: lent blocks wait for it forever (CUDA IPC)
-        print(f"adaexplore-mcp judge: referee replaced: {left >> 20} MiB of device memory stayed allocated after "
-              "the request (a runner kept tensors it was lent?)", file=sys.stderr, flush=True)
+        note(f"referee replaced: {left >> 20} MiB of device memory stayed allocated after the request (a runner kept "
+             "tensors it was lent?)")
         result["recycle"] = True
     return result
 

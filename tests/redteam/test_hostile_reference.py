@@ -231,7 +231,7 @@ def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_
     assert not _next_evaluations(fresh_judge, 1)  # another task's canary: judged right, no warning
     time.sleep(1.5)  # an honest reference idles as long: kept, no warning
     assert not _next_evaluations(fresh_judge, 1)
-    from adaexplore_mcp.judge.pool import read_notes
+    from adaexplore_mcp.judge.notes import read_notes
 
     fresh_judge.close()  # the worker's log goes; its referee's note on the drop stays in judge-notes.log
     notes = read_notes(fresh_judge.settings.home / "logs")
