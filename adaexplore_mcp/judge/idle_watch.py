@@ -28,7 +28,8 @@ class IdleMark:
     at: float
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The pids of a process's children (every thread's), from the host's /proc; [] when it is gone."""
     kids: list[int] = []
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -61,7 +62,7 @@ def tree_cpu_s(pid: int) -> float | None:
             continue
         seen.add(p)
         total += _cpu_s(p)
-        todo += _children(p)
+        todo += children(p)
     return total
 
 

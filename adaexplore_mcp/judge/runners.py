@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
+from .idle_watch import children
 
 LOG_TAIL_BYTES = 6000
 # "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner;
@@ -249,7 +250,10 @@ class RunnerHandle:
         if not self.alive:
             return None
         self.alive = False
-        for pid in (*_children(self.pid), self.pid):
+        # pid 1 of the runner's namespace first, by its host pid: killing the relay alone reaches it only through its
+        # death signal, which a candidate without the seccomp filter can disarm (red team, round 4). Read while the
+        # relay lives: an unreaped child's pid cannot be reused.
+        for pid in (*children(self.pid), self.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -290,15 +294,3 @@ def describe_status(status: int | None) -> str:
     if os.WIFEXITED(status):
         return f"exited with code {os.WEXITSTATUS(status)}"
     return "ended"
-
-
-def _children(pid: int) -> list[int]:
-    """The relay's child: pid 1 of the runner's namespace, killed first and by its host pid. Killing the relay
-    alone reaches it only through its death signal, which a candidate without the seccomp filter can disarm
-    (red team, round 4). Read while the relay lives: an unreaped child's pid cannot be reused."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
