@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -65,6 +65,17 @@ REPLAY_SEED = 20261206
 CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, work_not_replayable
 
 
+class _Writes(NamedTuple):
+    """What one launch changed in one argument's storage (of `size` bytes), for the substituted run: at positions
+    (`at` a tensor of them, `changed` None), or in a span (`at` a slice) where `changed` says which bytes."""
+
+    pos: int  # which tensor argument of the launch
+    size: int
+    at: torch.Tensor | slice
+    data: torch.Tensor
+    changed: torch.Tensor | None = None
+
+
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """All of a tensor's storage as bytes: a kernel may write anywhere in the memory of an argument."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
@@ -81,11 +92,11 @@ class Run:
     - `skip`: no launch runs and nothing is written in their place."""
 
     def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
-                 copies: CopyTrace | None = None, captured: dict[int, list] | None = None) -> None:
+                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
         self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
-        self.captured: dict[int, list] = {} if captured is None else captured
+        self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
         self.captured_bytes = 0
         self.overflow = False  # the capture outgrew CAPTURE_MAX_BYTES and was dropped
         self.input_storages: set[int] = set()
@@ -221,19 +232,20 @@ class Run:
 
     def _keep(self, i: int, pos: int, now: torch.Tensor, changed: torch.Tensor) -> None:
         """Only the bytes the launch changed are put back in its place: PyTorch's own data in another part of the
-        same storage stays this run's. Kept from the first changed byte to the last: a launch that writes one
-        slice of a large buffer (a step of a loop) costs that slice, not the buffer."""
+        same storage stays this run's. Kept from the first changed byte to the last (a launch that writes one
+        slice of a large buffer, a step of a loop, costs that slice, not the buffer), or as positions when they are
+        scattered across it (a block of columns of a row-major output)."""
         flags = changed.to(torch.uint8)
         lo = int(flags.argmax())
         hi = changed.numel() - int(flags.flip(0).argmax())
         count = int(flags[lo:hi].sum())
         if 9 * count < 2 * (hi - lo):  # scattered (a column block of a row-major output): positions and bytes
             where = torch.nonzero(changed[lo:hi]).flatten() + lo
-            kept: tuple = (pos, changed.numel(), where, now[where].clone())
+            kept = _Writes(pos, changed.numel(), where, now[where].clone())
             self.captured_bytes += 9 * count
         else:  # the span from the first changed byte to the last, and which of its bytes changed
             span = changed[lo:hi].clone()
-            kept = (pos, changed.numel(), lo, span, torch.where(span, now[lo:hi], 0))
+            kept = _Writes(pos, changed.numel(), slice(lo, hi), torch.where(span, now[lo:hi], 0), span)
             self.captured_bytes += 2 * (hi - lo)
         if self.captured_bytes > CAPTURE_MAX_BYTES:
             self.overflow, self.captured = True, {}
@@ -245,16 +257,14 @@ class Run:
         _, _, args, kwargs = self._launch_parts(step)
         tensors = launch_tensors(args, kwargs)
         for kept in self.captured.get(i, []):
-            pos, size = kept[0], kept[1]
-            target = _storage_bytes(tensors[pos]) if pos < len(tensors) else None
-            if target is None or target.numel() != size:
+            target = _storage_bytes(tensors[kept.pos]) if kept.pos < len(tensors) else None
+            if target is None or target.numel() != kept.size:
                 raise ReplayError("the program's launches take other arguments on other inputs")
-            if len(kept) == 4:  # scattered: positions and their bytes
-                target[kept[2]] = kept[3]
-                continue
-            lo, changed, data = kept[2], kept[3], kept[4]
-            part = target[lo:lo + data.numel()]
-            part.copy_(torch.where(changed, data, part))
+            if kept.changed is None:  # scattered: positions and their bytes
+                target[kept.at] = kept.data
+            else:
+                part = target[kept.at]
+                part.copy_(torch.where(kept.changed, kept.data, part))
 
 
 def _same(a: Any, b: Any) -> bool:
