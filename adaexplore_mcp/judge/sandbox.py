@@ -30,7 +30,6 @@ The threat is a hostile candidate; why each mechanism is there:
   which reserves huge virtual ranges).
 - every capability dropped, then PR_SET_NO_NEW_PRIVS: with CAP_SYS_ADMIN (root, or anyone in its own user
   namespace) a candidate could simply unmount the tmpfs over the data dir.
-
 - /dev read-only (its device nodes still open for writing: the mount flag covers files, dirs and links).
 
 Known gap for a root caller: uid 0 without capabilities still passes the permission bits of root-owned

@@ -46,7 +46,7 @@ def trimmed(tree: SearchTree, max_nodes: int) -> SearchTree:
             break
         if n.node_id not in keep:
             keep.append(n.node_id)
-    chosen = set(keep[:max(max_nodes, 1)])
+    chosen = set(keep[:max_nodes])  # the best path alone may be longer
     nodes = [n for n in tree.nodes if n.node_id in chosen]
     return tree.model_copy(update={"nodes": nodes, "omitted_nodes": len(tree.nodes) - len(nodes)})
 

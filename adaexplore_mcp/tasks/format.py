@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from adaexplore_mcp.errors import UserError
+from adaexplore_mcp.errors import UserError, quote
 from adaexplore_mcp import pyparse
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -199,7 +199,7 @@ def check_small_shapes(source: str, small_shapes: dict[str, int] | None) -> dict
 
 
 def _few(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(str(n)[:40]) for n in names[:limit])
+    shown = ", ".join(quote(n, 40) for n in names[:limit])
     return f"[{shown}{f', and {len(names) - limit} more' if len(names) > limit else ''}]"
 
 
