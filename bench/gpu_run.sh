@@ -18,6 +18,7 @@ HOME_DIR="$(mktemp -d /tmp/adaexplore-home.XXXX)"
 #   STAGES="gpu_memory_trace" (device memory across evaluations: does a judge process keep what it lent?)
 #   STAGES="sandbox_report" (what the runner sandbox applies on this host, and why anything is missing)
 #   STAGES="profiler_residue" (does a process launch slower after torch.profiler?)
+#   STAGES="judge_latency_base judge_latency" BASE_DIR=.gpu_base (an older commit's judge, then this one)
 #   STAGES="judge_latency_traced" (where each request's time goes; TRACE_MODE=profile for functions)
 #   STAGES="ray_pool" (issue 14; carry .raybundle from bench/ray_bundle.sh and unpack it first)
 # and the older measurements: search_strategies adapt_loop worked_example collect_errors.
@@ -47,6 +48,12 @@ stage profiler_residue "${RESIDUE_CAP:-60}" python3 bench/profiler_residue.py --
 AGREEMENT_TASKS="${AGREEMENT_TASKS:-scale_bias_gelu,swish_scale_clamp,rmsnorm,layernorm,linear_bias_relu}"
 stage timing_agreement "${AGREEMENT_CAP:-120}" python3 bench/timing_agreement.py --out "$RES/timing_agreement.json" \
   --tasks "$AGREEMENT_TASKS" --repeats 2
+# The same tasks under an older commit's judge (BASE_DIR: `git archive <commit> | tar -x -C .gpu_base`, carried),
+# run on the same machine just before: a latency is compared only with one measured on the same card.
+if [ -n "${BASE_DIR:-}" ]; then
+  stage judge_latency_base "${BASE_CAP:-200}" bash -c 'cd "$1" && PYTHONPATH="$PWD:${PYTHONPATH:-}" exec python3 bench/judge_latency.py --out "$2" ${3:+--tasks "$3"}' \
+    _ "$(cd "$BASE_DIR" && pwd)" "$PWD/$RES/judge_latency_base.json" "$LATENCY_TASKS"
+fi
 stage judge_latency "${LATENCY_CAP:-240}" python3 bench/judge_latency.py --out "$RES/judge_latency.json" ${LATENCY_TASKS:+--tasks "$LATENCY_TASKS"} ${LATENCY_ARGS:-}
 # The same with each runner request's time and first imports (ADAEXPLORE_TRACE_OPS=1; "profile": under cProfile).
 stage judge_latency_traced "${TRACED_CAP:-90}" env ADAEXPLORE_TRACE_OPS="${TRACE_MODE:-1}" python3 bench/judge_latency.py \
