@@ -27,6 +27,7 @@ wrote is compared with every PyTorch-made tensor passed to a launch: a copy into
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ from .wire import span_bytes
 
 
 MAX_SOURCES = 64
+MAX_NESTING = 4  # tuples of tuples of a launch's arguments searched for tensors
 
 
 def storage_key(t: torch.Tensor) -> int:
@@ -43,7 +45,37 @@ def storage_key(t: torch.Tensor) -> int:
 
 
 def launch_tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
-    return [a for a in [*args, *kwargs.values()] if isinstance(a, torch.Tensor)]
+    """Every tensor a launch is given, in argument order: at the top level and inside tuples, lists and Triton's
+    host-side descriptors (a TensorDescriptor's `base`). A kernel writes through all of them: one that copied
+    PyTorch's result through a tensor in a tuple was neither captured nor seen by the copy check (red team,
+    round seven)."""
+    found: list[torch.Tensor] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif depth < MAX_NESTING and isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x, depth + 1)
+        elif depth < MAX_NESTING and dataclasses.is_dataclass(v) and not isinstance(v, type):
+            for f in dataclasses.fields(v):
+                walk(getattr(v, f.name, None), depth + 1)
+
+    for a in [*args, *kwargs.values()]:
+        walk(a, 0)
+    return found
+
+
+def written_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors an ATen operator writes in place or into `out=` (its schema's mutable arguments)."""
+    schema = getattr(op, "_schema", None)
+    written: list[torch.Tensor] = []
+    for i, a in enumerate(getattr(schema, "arguments", ())):
+        if a.alias_info is None or not a.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
+        written += launch_tensors([value], {})
+    return written
 
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -89,6 +121,7 @@ class CopyTrace:
         self.origin: dict[int, str] = {storage_key(t): "known" for t in as_tensors(known) if isinstance(t, torch.Tensor)}
         self.mover: dict[int, str] = {}  # storage -> the kernel that moved a PyTorch result into it
         self.sources: list[tuple[str, torch.Tensor]] = []  # PyTorch-made arguments of launches, for the output
+        self.moved: list[tuple[str, torch.Tensor]] = []  # what kernels only moved, for outputs PyTorch made from it
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
@@ -103,9 +136,20 @@ class CopyTrace:
                 self.sources += [(name, s) for s in sources if not any(s is t for _, t in self.sources)]
             if any(moved_from(dst, s) for s in sources):
                 self.origin[key], self.mover[key] = "moved", name
+                if len(self.moved) < MAX_SOURCES:
+                    self.moved.append((name, dst))
             else:
                 self.origin[key] = "kernel"
                 self.mover.pop(key, None)
+
+    def pytorch_wrote(self, op: Any, args: Any, kwargs: dict) -> None:
+        """After an ATen operator: what it wrote in place (`add_`, `out=`, `copy_`) is PyTorch's now, whoever
+        made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel
+        had zeroed, then moved by a kernel, is a copy too (red team, round seven)."""
+        for t in written_by(op, args, kwargs):
+            key = storage_key(t)
+            self.origin[key] = "pytorch"
+            self.mover.pop(key, None)
 
     def pytorch_copy(self, result: Any) -> str | None:
         """The kernel that only moved a PyTorch result into an output, or None."""
@@ -115,11 +159,12 @@ class CopyTrace:
             origin = self.origin.get(storage_key(out))
             if origin == "moved":
                 return self.mover.get(storage_key(out), "?")
-            if origin == "kernel":  # the output is part of what a kernel wrote (a larger buffer): compare it alone
-                for name, src in self.sources:
-                    if moved_from(out, src):
-                        return name
+            # Part of what a kernel wrote (a larger buffer) is compared alone; what PyTorch made after the kernels
+            # (`.clone()`, `+ 0` of a moved result) is compared with what they moved.
+            for name, src in self.sources if origin == "kernel" else self.moved:
+                if moved_from(out, src):
+                    return name
         return None
 
 
-__all__ = ["CopyTrace", "launch_tensors", "moved_from", "storage_key"]
+__all__ = ["CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .copy_trace import CopyTrace, launch_tensors, storage_key
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels
 from .seeding import manual_seed
@@ -148,10 +149,7 @@ class Run:
         # Inputs are not copied (a large task's fill the device): runs that must see them untouched go first,
         # and a program that writes its inputs in place (the trials rejected the real call for that) only
         # spoils its own later runs. Constants are the caller's to give fresh to each run.
-        for slot, x in zip(self.program.get("inputs") or [], inputs):
-            if slot is not None and isinstance(x, torch.Tensor):
-                self.vals[slot] = x
-                self.input_storages.add(storage_key(x))
+        self._bind_inputs(self.program.get("inputs") or [], inputs)
         for slot, c in zip(self.program.get("constants") or [], constants):
             self.vals[slot] = c
         with torch.no_grad():
@@ -166,13 +164,25 @@ class Run:
                     self._launch(step, i)
         return self.value(self.program.get("output"))
 
+    def _bind_inputs(self, slots: list[Any], inputs: Any, depth: int = 0) -> None:
+        """The inputs into their slots; a list of slots for a list of tensors (a task's input may be one)."""
+        for slot, x in zip(slots, inputs):
+            if isinstance(slot, int) and isinstance(x, torch.Tensor):
+                self.vals[slot] = x
+                self.input_storages.add(storage_key(x))
+            elif isinstance(slot, list) and isinstance(x, (list, tuple)) and depth < MAX_INPUT_NESTING:
+                self._bind_inputs(slot, x, depth + 1)
+
     def _aten(self, step: dict, i: int) -> None:
         where = f"operator {str(step['op'])[:60]} (step {i})"
         args = self.value(step.get("args") or {"l": []})
         kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
-        got = _op(step["op"])(*args, **kwargs)
+        op = _op(step["op"])
+        got = op(*args, **kwargs)
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
             _fill(got)
+        if self.copies is not None:
+            self.copies.pytorch_wrote(op, args, kwargs)
         self.bind(step.get("out"), got, where)
 
     def _alias(self, step: dict) -> None:

@@ -25,7 +25,7 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, seeding, wire
 from ..errors import safe_str
-from .compare import aliased_output, nbytes, tensor_specs
+from .compare import aliased_output, cloned, nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
 from .op_trace import OpTrace
@@ -443,5 +443,4 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
 def _guarded(inputs: list[Any]) -> list[Any]:
     """What the reference's forward is given: copies of inputs below CLONE_BYTES (it may write them, and the
     kept originals must stay as drawn); larger inputs as they are (a copy could run the device out of memory)."""
-    small = nbytes(inputs) < CLONE_BYTES
-    return [x.clone() if isinstance(x, torch.Tensor) and small else x for x in inputs]
+    return [cloned(x) for x in inputs] if nbytes(inputs) < CLONE_BYTES else list(inputs)

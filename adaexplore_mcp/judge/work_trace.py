@@ -35,6 +35,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import launches
+from .compare import MAX_NESTING as MAX_INPUT_NESTING, flat_tensors
 from .launches import kernel_name, kernel_names, kernel_source, source_digest
 from .wire import encode_float
 
@@ -73,10 +74,19 @@ class WorkTrace(TorchDispatchMode):
         self._building: set[str] = set()  # kernels whose entry is being made (a kernel may read itself)
         self._last_launch: dict[str, Any] | None = None  # the step `before` added for the launch under way
         self.paused = 0  # inside a launch: the interpreter's own copies are not the candidate's operators
-        self.inputs = [self._new(x) if isinstance(x, torch.Tensor) else None for x in inputs]
+        self.inputs = [self._input(x) for x in inputs]
         self.output: Any = None
 
     # -- slots ---------------------------------------------------------------------------------------
+    def _input(self, x: Any, depth: int = 0) -> Any:
+        """An input's slot; a list of them for a list (or tuple) of tensors; None for anything else (the replay's
+        inputs are new, and what is not a tensor is passed as it comes)."""
+        if isinstance(x, torch.Tensor):
+            return self._new(x)
+        if isinstance(x, (list, tuple)) and depth < MAX_INPUT_NESTING and flat_tensors(x):
+            return [self._input(v, depth + 1) for v in x]
+        return None
+
     def _new(self, t: torch.Tensor) -> int:
         slot = len(self.alive)
         self.slots[id(t)] = slot
