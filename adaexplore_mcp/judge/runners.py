@@ -205,7 +205,10 @@ class RunnerHandle:
                 raise self._gone("timeout", "the runner did not answer in time")
             try:
                 if self.conn.poll(min(remaining, 0.5)):
-                    return wire.recv(self.conn, max_reply)
+                    return wire.recv(self.conn, max_reply, deadline)
+            except wire.WireTimeout:
+                self._dump_stacks()
+                raise self._gone("timeout", "the runner did not finish its answer in time") from None
             except (EOFError, OSError):
                 if remaining <= WATCHDOG_LEAD_S + 0.5 and WATCHDOG_MARK in self.log_tail():
                     raise self._gone("timeout", "the runner did not answer in time (it died dumping its stacks)") \
@@ -237,8 +240,10 @@ class RunnerHandle:
         return RunnerGone(kind, message, log, status)
 
     def log_tail(self) -> str:
+        """The end of the runner's log. Opened without blocking: the runner owns the file and may hold a lease
+        on it, and a plain open() then waits out the kernel's lease-break time (45 s, red team, round seven)."""
         try:
-            with open(self.log_path, "rb") as fh:
+            with open(os.open(self.log_path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
                 fh.seek(0, os.SEEK_END)
                 fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
                 return fh.read().decode(errors="replace")
