@@ -175,3 +175,19 @@ def test_evaluating_after_close_raises_a_clear_error(tmp_path) -> None:
     j.close()
     with pytest.raises(WorkerStartError, match="closed"):
         j.evaluate(task(), GOOD)
+
+
+def test_a_killed_worker_takes_its_runners_logs_with_it(tmp_path: Path) -> None:
+    """A worker killed mid-call never runs its runners' cleanup: their logs (a candidate may fill one to the size
+    limit) went with it only when the pool deleted them (red team, round seven). Another worker's stay."""
+    from adaexplore_mcp.judge.pool import Worker, WorkerConfig
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    worker = Worker(WorkerConfig(slot=0, backend="cpu", home=str(tmp_path), log_dir=str(logs)))
+    mine = logs / f"runner-cand-{worker.proc.pid}-1.log"
+    other = logs / f"runner-cand-{worker.proc.pid + 1}-1.log"
+    for path in (mine, other):
+        path.write_bytes(b"x" * 1024)
+    worker.kill()
+    assert not mine.exists() and other.exists()

@@ -153,10 +153,14 @@ class Worker:
         self.proc.join(10)
         self.conn.close()
         keep_notes(self.log_path)
-        try:
-            self.log_path.unlink()
-        except OSError:
-            pass
+        # Its runners' logs too (runners.RunnerHandle names them by the worker's pid): a worker killed mid-call
+        # never deletes them, and a candidate that filled its log to the size limit left it on the data disk for
+        # good (red team, round seven).
+        for path in [self.log_path, *self.log_path.parent.glob(f"runner-*-{self.proc.pid}-*.log")]:
+            try:
+                path.unlink()
+            except OSError:
+                pass
 
 
 class Pool:
