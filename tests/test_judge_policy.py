@@ -137,3 +137,20 @@ def test_a_runner_that_dies_while_its_watchdog_dumps_its_stacks_timed_out(tmp_pa
     assert died(dump + "\nFatal Python error: Segmentation fault", 0.4) == "timeout"
     assert died("Fatal Python error: Segmentation fault", 0.4) == "crashed"
     assert died(dump, 30.0) == "crashed"
+
+
+def test_the_folder_the_server_was_started_in_stays_hidden(tmp_path: Path, monkeypatch) -> None:
+    """`python -m adaexplore_mcp` from a project folder puts that folder first on sys.path; bound back read-only
+    under the home's cover, a candidate read the project's `.env` (red team, round seven)."""
+    project = (tmp_path / "home" / "project").resolve()  # under a cover: the data dir's
+    project.mkdir(parents=True)
+    (project / ".env").write_text("API_KEY=secret\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", [str(project), *sys.path])
+    monkeypatch.setattr(sys, "argv", [str(project / "serve.py")])
+    policy = sandbox_policy("auto", tmp_path / "home", tmp_path / "cache", "cpu")
+    assert str(project) not in policy.visible_dirs
+    package = str(Path(__file__).resolve().parents[1] / "adaexplore_mcp")
+    covers = [*policy.hidden_dirs, "/tmp"]
+    if any(package.startswith(c.rstrip("/") + "/") for c in covers):
+        assert package in policy.visible_dirs  # the package itself still comes back

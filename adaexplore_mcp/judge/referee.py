@@ -379,7 +379,7 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
     data = () if any(p == home.resolve() or home.resolve() in p.parents for p in installed) else (str(home),)
     host = {os.path.realpath(d) for d in (*HOST_PRIVATE_DIRS, str(Path.home())) if os.path.isdir(d)}
     hide = tuple(sorted({*data, str(cache_dir), *host} - {"/"}))
-    needed = {str(p) for p in installed} | {p for p in sys.path if p} | {sys.base_prefix, sys.exec_prefix}
+    needed = {str(p) for p in installed} | _library_paths() | {sys.base_prefix, sys.exec_prefix}
     covers = [*hide, "/tmp"]
     # Never /tmp itself or a folder above it (a script run from /tmp puts /tmp on sys.path): bound back
     # read-only, it would cover the runner's private scratch space and no candidate could be written.
@@ -391,6 +391,16 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
         ipc_namespace=os.environ.get("ADAEXPLORE_SANDBOX_IPC_NS", "1") != "0",
     )
+
+
+def _library_paths() -> set[str]:
+    """sys.path's entries but the folder the server was started in or from (the current directory, its script's
+    folder; Python puts it first, a script may push it down): that is a project's folder, with its `.env` and
+    keys, and bound back under a cover a candidate read them (red team, round seven). What runners import lives
+    elsewhere, and this package comes back on its own."""
+    here = os.getcwd()
+    started = {os.path.realpath(here), os.path.realpath(os.path.dirname(os.path.abspath(sys.argv[0] or here)))}
+    return {p for p in sys.path if p and os.path.realpath(p) not in started}
 
 
 def _under(path: str, root: str) -> bool:
