@@ -52,6 +52,7 @@ def filter_variants() -> dict[str, list]:
             "io_uring": seccomp.program(arch, none, other_abi, refused[1:4]),
             "keyrings": seccomp.program(arch, none, other_abi, refused[4:7]),
             "prctl PDEATHSIG": seccomp.program(arch, none, other_abi, (), nr_prctl),
+            "loop ioctls": seccomp.program(arch, none, other_abi, (), None, seccomp._NR_IOCTL[platform.machine()]),
             "other ABIs": seccomp.program(arch, none, other_abi)}
 
 

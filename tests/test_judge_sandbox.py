@@ -418,22 +418,34 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
                 "add_key": call(add_key, b"user", b"sandbox-test", b"x", 1, ctypes.c_long(-4)) if add_key else "EACCES",
                 "pipe": errno_name(lambda: [os.close(fd) for fd in os.pipe()]),
                 "disarm_pdeathsig": "ok" if libc.prctl(1, 0, 0, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()],
-                "name_self": "ok" if libc.prctl(15, b"runner", 0, 0, 0) == 0 else "refused"}  # PR_SET_NAME
+                "name_self": "ok" if libc.prctl(15, b"runner", 0, 0, 0) == 0 else "refused",  # PR_SET_NAME
+                # on a pipe: a loop device's request is refused by the filter, a terminal's reaches the kernel
+                "loop_ioctl": ioctl_errno(0x4C82), "tty_ioctl": ioctl_errno(0x5401)}
+
+    def ioctl_errno(request: int) -> str:
+        r, w = os.pipe()
+        try:
+            return call(16, r, ctypes.c_ulong(request), 0) if os.uname().machine == "x86_64" else \
+                ("EACCES" if request == 0x4C82 else "ENOTTY")
+        finally:
+            os.close(r)
+            os.close(w)
 
     runner = Runner(SandboxPolicy(), body)
     runner.require("seccomp-unix")
     assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
-                             "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok"}
+                             "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok",
+                             "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY"}
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     from adaexplore_mcp.judge import seccomp
 
     arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES["x86_64"]
-    prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl)
+    prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl, seccomp._NR_IOCTL["x86_64"])
 
-    def run(nr: int, arg0: int = 0, arch_seen: int = arch) -> int:
-        return run_bpf(prog, nr, arch_seen, arg0)
+    def run(nr: int, arg0: int = 0, arch_seen: int = arch, arg1: int = 0) -> int:
+        return run_bpf(prog, nr, arch_seen, arg0, arg1)
 
     deny = seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES
     assert [run(nr) for nr in refused] == [deny] * len(refused)
@@ -441,6 +453,11 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     assert run(0) == run(1) == run(424) == run(428) == seccomp.SECCOMP_RET_ALLOW  # read, write, their neighbours
     assert run(other_abi | 53) == deny and run(53, arch_seen=0x40000003) == deny
     assert run(nr_prctl, seccomp.PR_SET_PDEATHSIG) == deny and run(nr_prctl, 15) == seccomp.SECCOMP_RET_ALLOW
+    # ioctl (16): the loop devices' requests refused (LOOP_SET_FD, LOOP_CONFIGURE, LOOP_CTL_GET_FREE), others not:
+    # a terminal's, and NVIDIA's (_IOWR('F', ...)) and UVM's the CUDA driver makes after the filter is in
+    assert [run(16, 3, arg1=r) for r in (0x4C00, 0x4C0A, 0x4C82)] == [deny] * 3
+    assert [run(16, 3, arg1=r) for r in (0x5401, 0xC0204601, 0x30000001, 37, 0x4D00)] == [seccomp.SECCOMP_RET_ALLOW] * 5
+    assert run(16, seccomp.AF_UNIX) == seccomp.SECCOMP_RET_ALLOW  # the ioctl block never falls into socket's
 
 
 def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,7 +33,8 @@ The threat is a hostile candidate; why each mechanism is there:
 - /dev read-only (its device nodes still open for writing: the mount flag covers files, dirs and links).
 
 Known gap for a root caller: uid 0 without capabilities still passes the permission bits of root-owned
-files, and /dev is the host's, so root-owned device nodes stay reachable. Serve as a normal user.
+files, and /dev is the host's, so root-owned device nodes stay reachable (the filter refuses the loop devices'
+ioctls, a channel between runners that outlived the judge). Serve as a normal user.
 
 An unavailable mechanism (EPERM in a container, no user namespaces, not Linux) is recorded in
 `SandboxReport.missing` with a one-line reason and the rest still applies; `enter` raises only on
