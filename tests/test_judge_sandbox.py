@@ -413,6 +413,7 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
     def body(sock: socket.socket) -> dict[str, Any]:
         return {"unix": errno_name(lambda: socket.socket(socket.AF_UNIX).close()),
                 "inet": errno_name(lambda: socket.socket(socket.AF_INET).close()),
+                "vsock": call(41, 40, 1, 0) if os.uname().machine == "x86_64" else "EACCES",  # socket(AF_VSOCK)
                 "socketpair": errno_name(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),
                 "io_uring_setup": call(425, ctypes.c_uint(4), ctypes.create_string_buffer(120)),
                 "add_key": call(add_key, b"user", b"sandbox-test", b"x", 1, ctypes.c_long(-4)) if add_key else "EACCES",
@@ -435,7 +436,7 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
     runner.require("seccomp-unix")
     assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
                              "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok",
-                             "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY"}
+                             "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY", "vsock": "EACCES"}
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
@@ -450,6 +451,7 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     deny = seccomp.SECCOMP_RET_ERRNO | seccomp.EACCES
     assert [run(nr) for nr in refused] == [deny] * len(refused)
     assert run(nr_socket, 1) == deny and run(nr_socket, 2) == seccomp.SECCOMP_RET_ALLOW
+    assert run(nr_socket, seccomp.AF_VSOCK) == deny and run(nr_socket, 10) == seccomp.SECCOMP_RET_ALLOW  # AF_INET6
     assert run(0) == run(1) == run(424) == run(428) == seccomp.SECCOMP_RET_ALLOW  # read, write, their neighbours
     assert run(other_abi | 53) == deny and run(53, arch_seen=0x40000003) == deny
     assert run(nr_prctl, seccomp.PR_SET_PDEATHSIG) == deny and run(nr_prctl, 15) == seccomp.SECCOMP_RET_ALLOW

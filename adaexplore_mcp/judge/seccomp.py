@@ -3,7 +3,8 @@
 Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket
 needs no write permission, so a candidate could talk to any daemon whose socket it can see (a container
 engine, a desktop bus, another server). The network namespace already covers IP and abstract sockets.
-The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a datagram pair can
+`socket(AF_VSOCK, ...)` too: network namespaces do not cover vsock, a way to the hypervisor and its agents
+on a virtual machine (red team, round 7). The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a datagram pair can
 `sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket call, and
 its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
 keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a
@@ -25,7 +26,7 @@ import platform
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-EACCES, AF_UNIX, PR_SET_PDEATHSIG = 13, 1, 1
+EACCES, AF_UNIX, AF_VSOCK, PR_SET_PDEATHSIG = 13, 1, 40, 1
 _LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
 _AND = 0x54  # BPF_ALU|BPF_AND|BPF_K
 _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET = 0, 4, 16, 24  # struct seccomp_data (args' low halves)
@@ -55,9 +56,9 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
     Refused by second argument, when `nr_ioctl` is given: the loop devices' ioctls (0x4C00-0x4CFF, old-style
     numbers no other driver uses). A runner as root opens the host's /dev/loop-control: a candidate attached a
     file to a free loop device, which the next candidate read and which outlived the judge (red team, round 7)."""
-    by_arg0 = [(nr_socket, AF_UNIX)] + ([(nr_prctl, PR_SET_PDEATHSIG)] if nr_prctl is not None else [])
+    by_arg0 = [(nr_socket, (AF_UNIX, AF_VSOCK))] + ([(nr_prctl, (PR_SET_PDEATHSIG,))] if nr_prctl is not None else [])
     n, m = len(refused), (4 if nr_ioctl is not None else 0)
-    length = 4 + n + m + 3 * len(by_arg0) + 2
+    length = 4 + n + m + sum(2 + len(values) for _, values in by_arg0) + 2
     allow, deny = length - 2, length - 1
     prog = [(_LD_ABS, 0, 0, _ARCH_OFFSET), (_JEQ, 0, deny - 2, arch),  # another architecture's calls: DENY
             (_LD_ABS, 0, 0, _NR_OFFSET), (_JGE, deny - 4, 0, other_abi)]  # x32 calls: DENY
@@ -66,11 +67,13 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
         here = 4 + n
         prog += [(_JEQ, 0, 3, nr_ioctl), (_LD_ABS, 0, 0, _ARG1_OFFSET), (_AND, 0, 0, 0xFFFFFF00),
                  (_JEQ, deny - here - 4, allow - here - 4, _LOOP_IOCTLS)]
-    for j, (nr, arg0) in enumerate(by_arg0):  # the call numbers differ: once arg0 is loaded, no other pair applies
-        here = 4 + n + m + 3 * j
+    for j, (nr, values) in enumerate(by_arg0):  # the call numbers differ: once arg0 is loaded, no other pair applies
+        here, k = len(prog), len(values)
         last = j == len(by_arg0) - 1
-        prog += [(_JEQ, 0, allow - here - 1 if last else 2, nr), (_LD_ABS, 0, 0, _ARG0_OFFSET),
-                 (_JEQ, deny - here - 3, allow - here - 3, arg0)]
+        prog += [(_JEQ, 0, allow - here - 1 if last else 1 + k, nr), (_LD_ABS, 0, 0, _ARG0_OFFSET)]
+        for i, value in enumerate(values):  # arg0 one of the values: DENY; past the last: ALLOW
+            at = here + 2 + i
+            prog.append((_JEQ, deny - at - 1, allow - at - 1 if i == k - 1 else 0, value))
     return prog + [(_RET, 0, 0, SECCOMP_RET_ALLOW), (_RET, 0, 0, SECCOMP_RET_ERRNO | EACCES)]
 
 
