@@ -154,3 +154,36 @@ def test_the_folder_the_server_was_started_in_stays_hidden(tmp_path: Path, monke
     covers = [*policy.hidden_dirs, "/tmp"]
     if any(package.startswith(c.rstrip("/") + "/") for c in covers):
         assert package in policy.visible_dirs  # the package itself still comes back
+
+
+def test_a_runner_let_go_before_its_kill_drops_what_it_was_lent(tmp_path: Path) -> None:
+    """A runner killed while it maps memory lent through CUDA IPC never gives it back: the referee's blocks stay
+    allocated. Before a kill the referee asks an in-step runner to release, which drops the work trace too (it
+    holds the recorded trial's inputs)."""
+    import torch
+
+    from adaexplore_mcp.judge import wire
+    from tests.test_judge_cases import GOOD
+
+    referee = Referee("cpu", tmp_path / "home", tmp_path / "logs", tmp_path / "cache")
+    try:
+        runner = referee.candidate_runner(time.monotonic() + 120)
+        deadline = time.monotonic() + 120
+        loaded, _ = runner.call({"op": "load", "role": "cand", "module": "cand_let_go", "source": GOOD,
+                                 "kernel_files": []}, [], deadline)
+        assert "ok" in loaded, loaded
+        buffers: list = []
+        built, _ = runner.call({"op": "build", "seed": 1, "init_inputs": wire.encode_value([], buffers)}, buffers,
+                               deadline)
+        assert "ok" in built, built
+        buffers = []
+        sets = wire.encode_value([[torch.randn(64)]], buffers, pack=False)
+        ran, _ = runner.call({"op": "forward", "sets": sets, "record": True}, buffers, deadline)
+        assert "results" in ran, ran
+        runner.let_go()
+        assert runner.alive
+        program, _ = runner.call({"op": "program"}, [], deadline)
+        assert program.get("unreplayable") == "no trial was recorded", program
+        assert runner.retire() is not None or not runner.alive
+    finally:
+        referee.close()

@@ -158,7 +158,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
     finally:
         if cand is not None:
-            cand.kill()
+            cand.retire()
         try:
             ref_ee.top_up()  # the replay's spare is replaced only now: a fork while timing would add noise
         except (OSError, RuntimeError):  # the zygote is gone: the next evaluation's runner reports it

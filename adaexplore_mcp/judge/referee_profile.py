@@ -85,7 +85,7 @@ def profile(referee: Referee, req: dict, progress: Callable[[float, str], None])
         return {"error": f"a runner answered malformed data ({type(exc).__name__})"}
     finally:
         if cand is not None:
-            cand.kill()
+            cand.retire()
     if "events" not in mine:
         return {"error": _failure("running the candidate under the profiler", mine)}
     progress(0.9, "digesting")

@@ -103,7 +103,7 @@ def finish_replay(ev: Any, pending: PendingReplay) -> bool:
         return _gone(ev, exc)
     finally:
         ev.mark("replay_check")
-        pending.cancel()
+        pending.replayer.retire()  # asked to let go only when both answers were read (else it is out of step)
         ev.mark("replay_kill")
 
 

@@ -241,7 +241,7 @@ def time_candidate(ev: Any) -> None:
         ev.mark("timing_candidate")
         out.fields["work"] = {**(out.fields.get("work") or {}), **(profile_share(ev) or {})} or None  # beside the replay's
         ev.mark("profile")
-        ev.cand.kill()  # nothing it left running may slow the reference down
+        ev.cand.retire()  # nothing it left running may slow the reference down
         hardware = hardware_context(ev)  # under the lock: an unknown GPU's bandwidth is measured once, here
         fresh = None if reuse is not None else _time_reference(ev, sides, calls, sets_count)
         sides.decoy = None

@@ -431,6 +431,8 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 del self.kept[key]
         else:
             self.kept.clear()
+        if req.get("last"):  # the runner is killed next (runners.let_go): the work trace holds lent inputs
+            self.work_trace = None
         if self.device != "cuda":
             return {"ok": True, "reserved": 0}
         if req.get("keep_cache"):  # mid-evaluation: the next step allocates the same sizes again

@@ -34,6 +34,7 @@ READY_TIMEOUT_S = 120.0
 # reads the main thread's frames while it runs, and on the CI VM it killed a runner in an endless loop with
 # SIGSEGV in 2 of 30 runs: a death after the dump began is a timeout (`WATCHDOG_MARK` in its log).
 WATCHDOG_LEAD_S = 0.5
+LET_GO_S = 2.0  # how long a runner about to be killed gets to drop what it was lent (let_go)
 WATCHDOG_MARK = "Timeout ("  # faulthandler's header for a dump_traceback_later dump
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
 ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
@@ -249,6 +250,24 @@ class RunnerHandle:
                 return fh.read().decode(errors="replace")
         except OSError:
             return ""
+
+    def retire(self) -> int | None:
+        """`let_go`, then `kill`: the end of a runner that was lent memory."""
+        self.let_go()
+        return self.kill()
+
+    def let_go(self, timeout_s: float = LET_GO_S) -> None:
+        """Before a kill: ask a runner that is in step to drop what it was lent. A process killed while it maps
+        memory lent through CUDA IPC never tells the lender, whose blocks then stay allocated for good; an honest
+        candidate's work trace keeps its last trial's inputs, and on an H100 (2026-12-06-f) the referees crossed
+        LEFT_BEHIND_BYTES every few evaluations and were replaced, whose new CUDA contexts disturbed the other
+        worker's timing. A runner that does not answer in time is killed as before."""
+        if not self.alive or self.pending:
+            return
+        try:
+            self.call({"op": "release", "last": True}, [], time.monotonic() + timeout_s)
+        except (RunnerGone, wire.WireError):
+            pass
 
     def kill(self) -> int | None:
         """Kill the runner and everything in its sandbox; returns its wait status when known."""
