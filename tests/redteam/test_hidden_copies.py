@@ -23,16 +23,10 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import canary, evaluate, summary
+from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, summary
 from tests.test_judge_cases import HEADER, task
 
-COPY_KERNEL = '''
-@triton.jit
-def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
-
+COPY_KERNEL = TOKEN_KERNELS + '''
 
 @triton.jit
 def zero_kernel(dst, n, BLOCK: tl.constexpr):
@@ -77,11 +71,9 @@ COPIES = {
         "        torch.mul(x, 2, out=w)\n        w.add_(1)\n        y = torch.empty_like(x)\n"
         "        copy_kernel[grid(x)](w, y, x.numel(), BLOCK=128)\n        return y"),
     "then_cloned": copier(
-        "        z = x * 2 + 1\n        y = torch.empty_like(x)\n"
-        "        copy_kernel[grid(x)](z, y, x.numel(), BLOCK=128)\n        return y.clone()"),
+        "        return kernel_copy(x * 2 + 1).clone()"),
     "then_plus_zero": copier(
-        "        z = x * 2 + 1\n        y = torch.empty_like(x)\n"
-        "        copy_kernel[grid(x)](z, y, x.numel(), BLOCK=128)\n        return y + 0"),
+        "        return kernel_copy(x * 2 + 1) + 0"),
 }
 
 GATE_IN_A_TUPLE = copier(
