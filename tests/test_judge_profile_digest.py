@@ -225,6 +225,9 @@ class _FakeRunner:
     def kill(self) -> None:
         self.killed = True
 
+    def retire(self) -> None:  # the real one asks the runner to let go first
+        self.kill()
+
 
 def _fake_referee(tmp_path: Path, cand: _FakeRunner) -> SimpleNamespace:
     import torch

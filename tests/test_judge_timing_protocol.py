@@ -115,7 +115,7 @@ def fake_ev(cand: FakeRunner, ref: FakeRunner, home: Any, timings: dict | None =
     return SimpleNamespace(
         out=Outcome(), limits=JudgeLimits(), referee=referee, in_bytes=128, out_bytes=128, set_bytes=512, keep_cache=True,
         cand_call=lambda header, buffers=(), max_reply=0: cand.call(header, buffers),
-        cand=SimpleNamespace(kill=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"}))),
+        cand=SimpleNamespace(retire=lambda: (killed.append(True), cand.headers.append({"op": "<killed>"}))),
         release=lambda: None,
         ref=SimpleNamespace(key=("fake", ()), runner=SimpleNamespace(alive=True)), deadline=time.monotonic() + 60,
         make_inputs=make_inputs, tol=(1e-4, 1e-4), mark=lambda stage: None, req={"task": {}}, killed=killed)
