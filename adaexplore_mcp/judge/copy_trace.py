@@ -32,12 +32,11 @@ from typing import Any
 
 import torch
 
-from .compare import as_tensors
+from .compare import MAX_NESTING, as_tensors
 from .wire import span_bytes
 
 
 MAX_SOURCES = 64
-MAX_NESTING = 4  # tuples of tuples of a launch's arguments searched for tensors
 
 
 def storage_key(t: torch.Tensor) -> int:

@@ -315,7 +315,7 @@ class Evaluation:
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
         reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "record": True}, buffers,
-                                     max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([list(i) for i, _ in made])
+                                     max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([i for i, _ in made])
                                      if self.device == "cpu" else 16 << 20)
         try:
             results = reply.get("results")

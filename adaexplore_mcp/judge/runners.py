@@ -34,8 +34,8 @@ READY_TIMEOUT_S = 120.0
 # reads the main thread's frames while it runs, and on the CI VM it killed a runner in an endless loop with
 # SIGSEGV in 2 of 30 runs: a death after the dump began is a timeout (`WATCHDOG_MARK` in its log).
 WATCHDOG_LEAD_S = 0.5
-LET_GO_S = 2.0  # how long a runner about to be killed gets to drop what it was lent (let_go)
 WATCHDOG_MARK = "Timeout ("  # faulthandler's header for a dump_traceback_later dump
+LET_GO_S = 2.0  # how long a runner about to be killed gets to drop what it was lent (let_go)
 # Environment a runner may see: everything else (tokens, server settings, user secrets) is dropped.
 ENV_KEEP = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "LANG", "LC_ALL", "TZ",
             "VIRTUAL_ENV", "PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -266,7 +266,7 @@ class RunnerHandle:
             return
         try:
             self.call({"op": "release", "last": True}, [], time.monotonic() + timeout_s)
-        except (RunnerGone, wire.WireError):
+        except RunnerGone:  # call() reports a broken protocol as RunnerGone too
             pass
 
     def kill(self) -> int | None:

@@ -1,19 +1,18 @@
 """A seccomp filter that refuses `socket(AF_UNIX, ...)` in a runner (EACCES), through libc (ctypes).
 
-Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket
-needs no write permission, so a candidate could talk to any daemon whose socket it can see (a container
-engine, a desktop bus, another server). The network namespace already covers IP and abstract sockets.
-`socket(AF_VSOCK, ...)` too: network namespaces do not cover vsock, a way to the hypervisor and its agents
-on a virtual machine (red team, round 7). The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a datagram pair can
-`sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket call, and
-its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
-keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a
-runner needs makes any of them: its one socket is inherited. `prctl(PR_SET_PDEATHSIG)` is refused too: the
-sandbox arms it before the filter, and nothing after may disarm it. So are the loop devices' ioctls: a root
-runner sees the host's /dev, and a loop device it attaches is shared with every later runner and outlives the
-judge. The filter also refuses every system call
-made through another ABI (32-bit x86, x32), the classic way around a filter that checks call numbers of
-one ABI only.
+Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket needs no write
+permission, so a candidate could talk to any daemon whose socket it can see (a container engine, a desktop bus,
+another server). The network namespace already covers IP and abstract sockets. `socket(AF_VSOCK, ...)` is
+refused too: network namespaces do not cover vsock, a way to the hypervisor and its agents on a virtual machine
+(red team, round 7). The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a
+datagram pair can `sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket
+call, and its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
+keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a runner needs
+makes any of them: its one socket is inherited. `prctl(PR_SET_PDEATHSIG)` is refused too: the sandbox arms it
+before the filter, and nothing after may disarm it. So are the loop devices' ioctls: a root runner sees the
+host's /dev, and a loop device it attaches is shared with every later runner and outlives the judge. The filter
+also refuses every system call made through another ABI (32-bit x86, x32), the classic way around a filter that
+checks call numbers of one ABI only.
 
 Installed last, after PR_SET_NO_NEW_PRIVS (which a filter needs without CAP_SYS_ADMIN), while the runner
 is still single-threaded: threads and children made later inherit it.
