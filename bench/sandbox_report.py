@@ -81,6 +81,7 @@ def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None, as_runne
                 except BaseException as e:  # noqa: BLE001 - each failure is the answer
                     os.write(w, (json.dumps(f"{name}: {type(e).__name__}: {str(e)[:300]}") + "\n").encode())
                     break
+            os.write(w, (json.dumps("/dev: " + " ".join(sorted(os.listdir("/dev")))) + "\n").encode())
         finally:
             os._exit(0)
     os.close(w)
@@ -94,6 +95,7 @@ def relaxations(policy: SandboxPolicy, home: Path) -> dict[str, SandboxPolicy]:
     base_hidden = tuple(d for d in policy.hidden_dirs if d in (str(home), str(home / "cache")))
     return {"gpu policy": policy,
             "without seccomp": dataclasses.replace(policy, deny_unix_sockets=False),
+            "host /dev": dataclasses.replace(policy, private_dev=False),
             "host dirs visible": dataclasses.replace(policy, hidden_dirs=base_hidden)}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import faulthandler
+import fnmatch
 import json
 import os
 import select
@@ -21,7 +22,9 @@ from typing import Any
 
 import pytest
 
+from adaexplore_mcp.judge import sandbox_mounts
 from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, enter
+from adaexplore_mcp.judge.sandbox_mounts import DEVICE_NODES
 from adaexplore_mcp.judge.sandbox_probe import capabilities
 from tests.bpf_sim import run_bpf
 
@@ -223,6 +226,42 @@ def test_the_root_is_read_only_except_the_writable_dirs(tmp_path: Path) -> None:
     assert seen["cache"] == "ok" and (cache / "ok.txt").exists()
     assert seen["devnull"] == seen["urandom"] == seen["dev_shm"] == "ok", seen  # device nodes, the private /dev/shm
     assert seen["new_in_dev"] in ("EROFS", "EACCES", "EPERM"), seen  # red team round 4: root filled the host's /dev
+
+
+def _dev_view(sock: socket.socket) -> dict[str, Any]:
+    return {"listing": sorted(os.listdir("/dev")), "fd0": os.path.realpath("/dev/stdin"),
+            "null": errno_name(lambda: Path("/dev/null").write_text("x")),
+            "zero": len(open("/dev/zero", "rb").read(8)),
+            "new": errno_name(lambda: Path("/dev/sandbox-new").write_text("x"))}
+
+
+def test_dev_holds_the_pseudo_devices_and_nothing_else_of_the_hosts() -> None:
+    """Red team, round 8 (known limit until then): a root runner saw every host node (/dev/kvm, loop devices,
+    disks, /dev/mem) and passed their permission bits."""
+    runner = Runner(SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=4), _dev_view)
+    runner.require("mount-ns", "private-dev")
+    seen = runner.read()
+    allowed = [n for n in os.listdir("/dev") if any(fnmatch.fnmatch(n, g) for g in DEVICE_NODES)]
+    assert set(seen["listing"]) == {*allowed, "fd", "stdin", "stdout", "stderr", "shm"}, seen
+    assert seen["null"] == "ok" and seen["zero"] == 8 and seen["new"] in ("EROFS", "EACCES", "EPERM")
+    host_only = {n for n in os.listdir("/dev") if n not in allowed} - {"fd", "stdin", "stdout", "stderr", "shm"}
+    assert host_only, "the host's /dev has nothing to hide: the test proves nothing here"
+
+
+def test_a_private_dev_that_cannot_be_filled_leaves_the_hosts_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """All or nothing: a /dev missing the GPU's nodes would fail every CUDA runner."""
+    def fail(fds: dict[str, int]) -> None:
+        Path("/dev/half-made").write_text("")  # something made, then the failure
+        raise PermissionError(1, "refused", "/dev/nvidia0")
+
+    monkeypatch.setattr(sandbox_mounts, "_fill_dev", fail)
+    runner = Runner(SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=4), _dev_view)
+    runner.require("mount-ns", "ro-root")
+    seen = runner.read()
+    assert "private-dev" not in runner.report["mechanisms"]
+    assert any(m.startswith("private-dev: refused") for m in runner.report["missing"]), runner.report
+    assert set(seen["listing"]) >= set(os.listdir("/dev")) - {"half-made"} and "half-made" not in seen["listing"]
+    assert seen["null"] == "ok" and seen["new"] in ("EROFS", "EACCES", "EPERM")
 
 
 def test_tmp_and_dev_shm_are_private_size_limited_and_tmpdir_points_there() -> None:
