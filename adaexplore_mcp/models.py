@@ -52,6 +52,8 @@ class TaskInfo(BaseModel):
     name: str
     origin: Literal["builtin", "user", "synthesized"] = "user"
     degenerate: bool = False
+    degenerate_outputs: list[int] | None = Field(default=None, description="which outputs a constant or "
+                                                 "input-independent value would pass (null: all, when degenerate)")
     deterministic: bool = Field(default=True, description="false when two runs of the reference on identical "
                                 "inputs differed (dropout in training mode, atomics)")
     warnings: list[str] = Field(default_factory=list)
@@ -77,6 +79,7 @@ class TaskProbe(BaseModel):
     inputs: list[TensorSpec] = Field(default_factory=list)
     outputs: list[TensorSpec] = Field(default_factory=list)
     degenerate: bool = False
+    degenerate_outputs: list[int] = Field(default_factory=list)
     degenerate_reasons: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     deterministic: bool = True

@@ -116,6 +116,7 @@ class Judge:
     def _task_request(self, task: TaskSpec) -> tuple[dict[str, Any], bool]:
         small = self._backend != "cuda" and bool(task.small_shapes)
         return {"module": f"ref_{source_hash(task.source)}", "source": task.source, "degenerate": task.degenerate,
+                "degenerate_outputs": None if task.degenerate_outputs is None else list(task.degenerate_outputs),
                 "deterministic": task.deterministic,
                 "shapes": dict(task.small_shapes) if small else {}}, small
 

@@ -7,36 +7,40 @@ a copy kernel to satisfy "a Triton kernel launched"), so the replay's capture ru
 process, where the candidate cannot see it. Every storage has an origin:
 
 - `known`: it existed before the call (inputs, parameters, buffers);
-- `pytorch`: PyTorch operators made it inside `forward` (anything not known and not written by a kernel);
-- `kernel`: a candidate kernel computed it;
+- `pytorch`: PyTorch operators computed it inside `forward` from known or `pytorch` values only;
+- `kernel`: a candidate kernel computed it; `derived`: PyTorch computed it from a `kernel` or `derived` value
+  (work split between a kernel and PyTorch: allowed);
 - `moved`: a candidate kernel wrote it, and what it wrote equals a `pytorch` or `moved` tensor among that
   launch's arguments bit for bit (also through a view of another dtype, or from another range of the same
-  storage). Moving a moved result again stays `moved` (two hops; a copy before or after a token launch).
+  storage), or converted to its dtype; `laundered`: PyTorch computed it from values no kernel computed, one of
+  them `moved` (`.clone()`, `+ 0`, `add_(0)` in place of a moved result, or real arithmetic after the copy).
+
+An output is a copy when its origin is `moved` or `laundered`, or when a candidate kernel wrote it and its
+bytes equal a value PyTorch computed in the call from values no kernel computed (remembered by digest,
+tensor_digest.py, at the moment it was made: later changes to it hide nothing). That covers a copy through
+a larger buffer, between two ranges of one argument, after any number of junk launches.
 
 Only what a launch really changed counts as written (the capture run compares each argument's memory before
-and after the launch): a no-op launch on a PyTorch result changes nothing. When the output's storage ends
-`moved`, the kernels only moved PyTorch's work into it.
-
-Not flagged: copies of an input (the task is then an identity, which the degenerate-task warning covers),
-copies between the candidate's own kernels' results, and work split between PyTorch and a kernel that does
-some of the arithmetic (library operators are allowed: docs/judge.md, known limits). A copy of part of a
-larger PyTorch tensor, or of its values in another order, is not recognised either (a permutation rule would
-also flag legitimate data-movement kernels fed by `.contiguous()`). An output that is part of what a kernel
-wrote is compared with every PyTorch-made tensor passed to a launch: a copy into a larger buffer is a copy.
+and after the launch): a no-op launch on a PyTorch result changes nothing. Not flagged: copies of an input or
+a parameter (the task is then an identity, which the degenerate-task warning covers), constant outputs
+(zero-filling is not a copy), an output PyTorch computed from the inputs with no kernel in its history (the
+substitution check judges the call as a whole), and work split between PyTorch and a kernel that does some
+of the arithmetic (library operators are allowed: docs/judge.md, known limits). A copy of part of a larger
+PyTorch tensor, an output assembled from several PyTorch results, or their values in another order, is not
+recognised either (a permutation rule would also flag legitimate data-movement kernels fed by
+`.contiguous()`).
 """
-
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import torch
 
-from .compare import MAX_NESTING, as_tensors
+from .compare import MAX_NESTING, as_tensors, flat_tensors
+from .tensor_digest import tensor_digest
 from .wire import span_bytes
-
-
-MAX_SOURCES = 64
 
 
 def storage_key(t: torch.Tensor) -> int:
@@ -77,6 +81,26 @@ def written_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
     return written
 
 
+# In-place operators that overwrite their first argument without reading it.
+_OVERWRITES = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
+
+
+def read_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors an ATen operator reads: all its tensor arguments but an `out=` buffer, and the first argument
+    of an operator that overwrites it (`copy_`, `fill_`): what a kernel left in memory PyTorch then computes
+    into is not an input of that computation."""
+    schema = getattr(op, "_schema", None)
+    if schema is None:
+        return launch_tensors(args, kwargs)
+    overwrites = schema.name.split("::")[-1] in _OVERWRITES
+    read: list[Any] = []
+    for i, a in enumerate(schema.arguments):
+        write_only = a.alias_info is not None and a.alias_info.is_write and (a.kwarg_only or (overwrites and i == 0))
+        if not write_only:
+            read.append(args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name))
+    return launch_tensors(read, {})
+
+
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
@@ -111,59 +135,108 @@ def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
         torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
 
 
+PURE = ("known", "pytorch", "moved", "laundered")  # values no candidate kernel computed
+
+
 class CopyTrace:
     """Call `after(kernel, args, kwargs, written)` after each launch of one run (`written`: the storages the
-    launch changed, or None when unknown: then every argument counts as written), then ask
-    `pytorch_copy(result)`. `known`: the tensors that existed before the call."""
+    launch changed, or None when unknown: then every argument counts as written) and `pytorch_op(op, args,
+    kwargs, result)` after each ATen operator, then ask `pytorch_copies(result)`. `known`: the tensors that
+    existed before the call."""
 
     def __init__(self, known: list[Any]) -> None:
-        self.origin: dict[int, str] = {storage_key(t): "known" for t in as_tensors(known) if isinstance(t, torch.Tensor)}
-        self.mover: dict[int, str] = {}  # storage -> the kernel that moved a PyTorch result into it
-        self.sources: list[tuple[str, torch.Tensor]] = []  # PyTorch-made arguments of launches, for the output
-        self.moved: list[tuple[str, torch.Tensor]] = []  # what kernels only moved, for outputs PyTorch made from it
+        tensors = [t for t in flat_tensors(known) if isinstance(t, torch.Tensor)]
+        self.origin: dict[int, str] = {storage_key(t): "known" for t in tensors}
+        self.mover: dict[int, str] = {}  # moved or laundered storage -> the kernel that moved PyTorch's result
+        self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
+        self.known_values = {tensor_digest(t) for t in tensors}
+        self.pytorch_values: set[tuple[int, int]] = set()  # digests of what PyTorch computed without the kernels
+        self._seen: set[tuple] = set()
+
+    def _origin(self, t: torch.Tensor) -> str:
+        return self.origin.get(storage_key(t), "pytorch")
+
+    def _remember(self, t: torch.Tensor) -> None:
+        """A value no kernel computed, by digest; once per version of a tensor (PyTorch's in-place writes count)."""
+        mark = (storage_key(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
+        if mark not in self._seen and t.numel():
+            self._seen.add(mark)
+            self.pytorch_values.add(tensor_digest(t))
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
-        before = {storage_key(t): self.origin.get(storage_key(t), "pytorch") for t in tensors}
-        for dst in tensors:
+        before = {storage_key(t): self._origin(t) for t in tensors}
+        changed = [t for t in tensors if (storage_key(t) in written if written is not None
+                                              else before[storage_key(t)] != "known")]
+        changed_keys = {storage_key(t) for t in changed}
+        for t in tensors:  # a PyTorch result handed to a kernel, left as it was (the launch has run by now)
+            if before[storage_key(t)] in ("pytorch", "moved", "laundered") and storage_key(t) not in changed_keys:
+                self._remember(t)
+        for dst in changed:  # written (or, when writes are unknown, anything but an input or parameter)
             key = storage_key(dst)
-            if (key not in written) if written is not None else before[key] == "known":
-                continue  # not written (or, when writes are unknown, an input or parameter passed along)
-            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in ("pytorch", "moved")]
-            if len(self.sources) < MAX_SOURCES:
-                self.sources += [(name, s) for s in sources if not any(s is t for _, t in self.sources)]
+            self.writer[key] = name
+            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in ("pytorch", "moved", "laundered")]
             if any(moved_from(dst, s) for s in sources):
                 self.origin[key], self.mover[key] = "moved", name
-                if len(self.moved) < MAX_SOURCES:
-                    self.moved.append((name, dst))
             else:
                 self.origin[key] = "kernel"
                 self.mover.pop(key, None)
 
-    def pytorch_wrote(self, op: Any, args: Any, kwargs: dict) -> None:
-        """After an ATen operator: what it wrote in place (`add_`, `out=`, `copy_`) is PyTorch's now, whoever
-        made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel
-        had zeroed, then moved by a kernel, is a copy too (red team, round seven)."""
-        for t in written_by(op, args, kwargs):
+    def pytorch_op(self, op: Any, args: Any, kwargs: dict, result: Any) -> None:
+        """After an ATen operator: what it made, and what it wrote in place (`add_`, `out=`, `copy_`), takes its
+        inputs' origin: `pytorch` when no kernel computed any of them (remembered by digest), `laundered` when one
+        was moved, `derived` when a kernel computed one. Whoever made the memory: a result PyTorch computed into a
+        buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a copy too (red
+        team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
+        inputs = read_by(op, args, kwargs)
+        origins = [self._origin(t) for t in inputs]
+        movers = [self.mover[storage_key(t)] for t, o in zip(inputs, origins) if o in ("moved", "laundered")]
+        origin = "pytorch" if all(o in PURE for o in origins) else "derived"
+        origin = "laundered" if origin == "pytorch" and movers else origin
+        argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
+        made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
+        for t in [*written_by(op, args, kwargs), *made]:
             key = storage_key(t)
-            self.origin[key] = "pytorch"
-            self.mover.pop(key, None)
+            self.origin[key] = origin
+            self.writer.pop(key, None)
+            if movers and origin == "laundered":
+                self.mover[key] = movers[0]
+            else:
+                self.mover.pop(key, None)
+            if origin != "derived" and inputs:
+                self._remember(t)
 
-    def pytorch_copy(self, result: Any) -> str | None:
-        """The kernel that only moved a PyTorch result into an output, or None."""
-        for out in as_tensors(result):
-            if not isinstance(out, torch.Tensor):
+    def pytorch_copies(self, result: Any) -> dict[int, str]:
+        """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
+        the kernel that moved it."""
+        found: dict[int, str] = {}
+        for i, out in enumerate(as_tensors(result)):
+            if not isinstance(out, torch.Tensor) or _trivial(out):
                 continue
-            origin = self.origin.get(storage_key(out))
-            if origin == "moved":
-                return self.mover.get(storage_key(out), "?")
-            # Part of what a kernel wrote (a larger buffer) is compared alone; what PyTorch made after the kernels
-            # (`.clone()`, `+ 0` of a moved result) is compared with what they moved.
-            for name, src in self.sources if origin == "kernel" else self.moved:
-                if moved_from(out, src):
-                    return name
-        return None
+            key = storage_key(out)
+            origin = self.origin.get(key, "pytorch")
+            if origin in ("moved", "laundered"):
+                found[i] = self.mover.get(key, "?")
+            elif key in self.writer and origin != "known":
+                value = tensor_digest(out)
+                if value in self.pytorch_values and value not in self.known_values:
+                    found[i] = self.writer[key]
+        return found
+
+
+def _trivial(t: torch.Tensor) -> bool:
+    """Equal to a PyTorch result by chance rather than by copy: one value everywhere (zero-filling is not a copy),
+    or a single element that is 0, 1, -1 or not finite."""
+    if t.numel() == 0:
+        return True
+    rows = _flat_bytes(t).view(t.numel(), t.element_size())
+    if t.numel() > 1:
+        return not bool((rows != rows[0]).any())
+    if t.is_complex() or t.dtype == torch.bool:
+        return True
+    v = float(t.reshape(-1)[0])
+    return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
 __all__ = ["CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]

@@ -59,29 +59,30 @@ def _sample(outs: list[torch.Tensor]) -> list[torch.Tensor]:
     return [f[idx].double() for f in flat]
 
 
-def degenerate_reasons(runs: list[list[Any]], limits: JudgeLimits) -> list[str]:
-    """Why a constant or input-independent output would pass; `runs` holds each seed's outputs."""
-    reasons: list[str] = []
+def degenerate_outputs(runs: list[list[Any]], limits: JudgeLimits) -> dict[int, str]:
+    """Each output a constant or input-independent value would pass, with why; `runs` holds each seed's outputs.
+    One constant for every seed, not one per seed: a scalar (a loss) is one value in each run, yet changes with
+    the inputs, and flagged it switched the work checks off for every reduction-to-scalar task (red team, round
+    eight)."""
+    found: dict[int, str] = {}
     for i in range(len(runs[0])):
         tensors = [r[i] for r in runs if isinstance(r[i], torch.Tensor)]
         if not tensors or tensors[0].numel() == 0 or any(t.shape != tensors[0].shape for t in tensors):
             continue
-        label = f"output {i}"
         if not _inexact(tensors[0]):
-            reasons.extend(f"{label}: {why}" for why in _exact_reasons(tensors))
+            found.update({i: why for why in _exact_reasons(tensors)[:1]})
             continue
         outs = _sample(tensors)
+        constant = outs[0].mean()
         if all(bool((o.abs() <= limits.atol).all()) for o in outs):
-            reasons.append(f"{label}: an all-zeros tensor would pass (|output| <= atol={limits.atol:g} everywhere)")
-            continue
-        if all(bool(((o - o.mean()).abs() <= limits.atol + limits.rtol * o.abs()).all()) for o in outs):
-            reasons.append(f"{label}: a constant tensor (the output mean, about {float(outs[0].mean()):.4g}) would pass")
-            continue
-        if len(runs) > 1 and all(
+            found[i] = f"an all-zeros tensor would pass (|output| <= atol={limits.atol:g} everywhere)"
+        elif all(bool(((o - constant).abs() <= limits.atol + limits.rtol * o.abs()).all()) for o in outs):
+            found[i] = f"a constant tensor (about {float(constant):.4g}) would pass on every seed"
+        elif len(runs) > 1 and all(
             compare(outs[0], o, 0, limits.atol, limits.rtol, limits.max_rel_norm) is None for o in outs[1:]
         ):
-            reasons.append(f"{label}: does not change when the inputs change (same result on {len(runs)} seeds)")
-    return reasons
+            found[i] = f"does not change when the inputs change (same result on {len(runs)} seeds)"
+    return found
 
 
 def _exact_reasons(outs: list[torch.Tensor]) -> list[str]:
@@ -189,7 +190,7 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     inputs_spec, outputs_spec = tensor_specs(sets[0][0]), tensor_specs(runs[0])
     if any(not bool(torch.isfinite(s).all()) for o in runs[0] if _inexact(o) for s in _sample([o])):
         warnings.append("the reference output contains NaN or inf on random inputs")
-    reasons = degenerate_reasons(runs, limits)
+    degenerate = degenerate_outputs(runs, limits)
     if req["task"]["shapes"]:
         meta, _ = referee.call_ref(ref, {"op": "meta"}, deadline, "computing full-size shapes")
         if "error" in meta:
@@ -205,8 +206,10 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     with _answered("output"):
         referee.account(ref, int(released.get("reserved", 0)))
         elements = sum(math.prod(s["shape"]) for s in inputs_spec)
-    return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(reasons),
-            "degenerate_reasons": reasons, "warnings": warnings, "deterministic": deterministic,
+    return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(degenerate),
+            "degenerate_outputs": sorted(degenerate),
+            "degenerate_reasons": [f"output {i}: {why}" for i, why in sorted(degenerate.items())],
+            "warnings": warnings, "deterministic": deterministic,
             "input_elements": elements, **_cost(referee, ref, deadline)}
 
 

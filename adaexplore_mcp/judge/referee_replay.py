@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from . import precision, wire
-from .compare import compare, nbytes
+from .compare import as_tensors, compare, nbytes
 from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
@@ -172,22 +172,42 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         return _unreplayable(ev, "replayed on new inputs, the operators and kernels the call ran do not compute the "
                              f"reference's output ({_brief(mismatch)}). Does it keep state from an earlier call, or "
                              "read memory it never wrote (the replay fills torch.empty with NaN)?")
-    if rep.get("copy") and not ev.req["task"].get("degenerate"):
-        out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {str(rep['copy'])[:80]!r} only copied "
-                   "into the output a tensor that PyTorch operators computed inside forward (the same values, bit for "
-                   "bit or converted to another dtype): the candidate's own kernels must compute the result")
+    refs, got = as_tensors(ref_out), as_tensors(checked)
+    count = len(refs)
+    live = [i for i in range(count) if i not in degenerate_outputs(ev.req["task"], count)]
+    copies = [c for c in rep.get("copies") or [] if isinstance(c, list) and len(c) == 2 and c[0] in live]
+    if copies:
+        which = f"output {copies[0][0]}" if count > 1 else "the output"
+        out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {str(copies[0][1])[:80]!r} only copied "
+                   f"into {which} values that PyTorch operators computed inside forward from values no candidate "
+                   "kernel computed (the same values, bit for bit or converted to another dtype, whatever the copies, "
+                   "buffers or no-op operators in between): the candidate's own kernels must compute the result")
         return False
-    if compare(ref_out, checked, 0, atol, rtol, ev.limits.max_rel_norm) is None:
+    if live:  # the outputs a constant would not pass: they must change when the kernels' work does
+        refs, got = [refs[i] for i in live], [got[i] for i in live] if len(got) == count else None
+    if got is not None and compare(refs, got, 0, atol, rtol, ev.limits.max_rel_norm) is None:
         how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"
                if substituted else "with the candidate's own Triton kernels skipped")
-        if ev.req["task"].get("degenerate"):
+        if not live:
             out.warnings.append(f"the output matched even {how} (this task is degenerate, so that proves little)")
             return True
-        out.reject("work_not_in_candidate_kernels", f"{how}, its output still matched the "
+        which = "its output" if count == len(live) else f"its outputs {live} (the others are degenerate)"
+        out.reject("work_not_in_candidate_kernels", f"{how}, {which} still matched the "
                    "reference: the work is done elsewhere (PyTorch operators next to a token kernel, or next to a "
                    "kernel that writes a constant?); the candidate's own kernels must compute the result")
         return False
     return True
+
+
+def degenerate_outputs(task: dict, count: int) -> set[int]:
+    """The outputs a constant or input-independent value would pass (the probe's finding): the work checks judge
+    the others. Every output of a degenerate task probed before the probe said which."""
+    if not task.get("degenerate"):
+        return set()
+    listed = task.get("degenerate_outputs")
+    if not isinstance(listed, list):
+        return set(range(count))
+    return {i for i in listed if isinstance(i, int) and not isinstance(i, bool)}
 
 
 def _unreplayable(ev: Any, why: str) -> bool:

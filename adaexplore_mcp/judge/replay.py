@@ -182,7 +182,7 @@ class Run:
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
             _fill(got)
         if self.copies is not None:
-            self.copies.pytorch_wrote(op, args, kwargs)
+            self.copies.pytorch_op(op, args, kwargs, got)
         self.bind(step.get("out"), got, where)
 
     def _alias(self, step: dict) -> None:
@@ -355,7 +355,7 @@ class ReplayOps:
         assert traced.copies is not None  # both runs above were given one
         return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if capture is not None else None,
                 "check": "substituted" if substituted else "skipped", "host_differs": full.host_differs,
-                "copy": traced.copies.pytorch_copy(traced_out)}
+                "copies": sorted(traced.copies.pytorch_copies(traced_out).items())}
 
 
 __all__ = ["ReplayError", "ReplayOps", "Run", "build_kernels"]

@@ -45,6 +45,7 @@ class TaskSpec:
     small_shapes: dict[str, int] = field(default_factory=dict)
     degenerate: bool = False
     deterministic: bool = True
+    degenerate_outputs: tuple[int, ...] | None = None  # None: every output, when degenerate
 
     @property
     def source_hash(self) -> str:

@@ -32,6 +32,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         "tasks",
     ),
+    # Degenerate tasks probed before the probe named their degenerate outputs (and before a scalar output stopped
+    # counting as one): probed again on first use, so the work checks judge their other outputs.
+    Migration(
+        9,
+        """
+        UPDATE tasks SET probed_at = NULL
+        WHERE json_extract(info, '$.degenerate') = 1 AND json_type(info, '$.degenerate_outputs') IS NULL
+        """,
+        "tasks",
+    ),
 )
 
 
@@ -192,6 +202,7 @@ class TaskRegistry:
             small_shapes=_shapes(row["small_shapes"]),
             degenerate=info.degenerate,
             deterministic=info.deterministic,
+            degenerate_outputs=None if info.degenerate_outputs is None else tuple(info.degenerate_outputs),
         )
 
     def list(self, origin: str | None = None) -> list[TaskInfo]:
@@ -219,7 +230,9 @@ class TaskRegistry:
             if row is None:
                 raise self._unknown(task_id)
             if row["probed_at"] is None:
-                info = _with_probe(TaskInfo.model_validate_json(row["info"]), probe)
+                stored = TaskInfo.model_validate_json(row["info"])  # a task probed again keeps no stale finding
+                stored.warnings = [w for w in stored.warnings if not w.startswith("degenerate: ")]
+                info = _with_probe(stored, probe)
                 tx.execute("UPDATE tasks SET info = ?, probed_at = ? WHERE task_id = ?",
                            (info.model_dump_json(), time.time(), task_id))
         return self.info(task_id)
@@ -233,8 +246,10 @@ def _with_probe(info: TaskInfo, probe: TaskProbe) -> TaskInfo:
     """The task with what its probe found; its own warnings (a sibling of the same name) come first."""
     return info.model_copy(update={
         "degenerate": probe.degenerate,
+        "degenerate_outputs": list(probe.degenerate_outputs),
         "deterministic": probe.deterministic,
-        "warnings": info.warnings + probe.warnings + [f"degenerate: {r}" for r in probe.degenerate_reasons],
+        "warnings": list(dict.fromkeys(info.warnings + probe.warnings +
+                                       [f"degenerate: {r}" for r in probe.degenerate_reasons])),
         "inputs": probe.inputs,
         "outputs": probe.outputs,
     })

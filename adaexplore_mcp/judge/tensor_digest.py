@@ -1,0 +1,50 @@
+"""A 64-bit digest of a tensor's bytes, computed where the tensor lives (no copy to the host).
+
+The copy trace (copy_trace.py) remembers every value PyTorch computed in a call by its digest, so that an
+output a kernel wrote can be recognised as one of them however many hops, in-place no-ops or buffers it went
+through, without keeping the values themselves (a large task's would not fit twice). Equal bytes always give
+equal digests; different bytes collide with probability about 2**-64 (a random-weighted sum modulo 2**64, in
+two levels: the words of a row, then the rows). A collision could only flag an honest output, never hide a
+copy, so the weights are fixed (reproducible verdicts) rather than secret.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_ROW = 4096  # int64 words per row
+_CHUNK_ROWS = 2048  # rows per pass: 64 MiB of bytes, so the products never take more than that
+_K1, _K2 = 0x9E3779B97F4A7C15 - (1 << 64), 0xC2B2AE3D27D4EB4F - (1 << 64)  # odd, as signed int64
+_weights: dict[torch.device, torch.Tensor] = {}
+
+
+def _row_weights(device: torch.device) -> torch.Tensor:
+    if device not in _weights:
+        gen = torch.Generator().manual_seed(0x5EED)
+        w = torch.randint(-(1 << 62), 1 << 62, (_ROW,), dtype=torch.int64, generator=gen) * 2 + 1
+        _weights[device] = w.to(device)
+    return _weights[device]
+
+
+def tensor_digest(t: torch.Tensor) -> tuple[int, int]:
+    """(byte count, digest) of the tensor's elements in row-major order, whatever its dtype, strides or storage
+    offset: a view and a contiguous copy of it digest the same, and so do two dtypes over the same bytes."""
+    flat = t.detach().contiguous().reshape(-1)
+    if flat.numel() == 0:
+        return 0, 0
+    data = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+    if data.storage_offset() % 8:
+        data = data.clone()  # an int64 view needs 8-byte alignment
+    n, w = data.numel(), _row_weights(data.device)
+    total, step = 0, _ROW * 8 * _CHUNK_ROWS
+    for start in range(0, n, step):
+        part = data[start:start + step]
+        if part.numel() % (_ROW * 8):
+            part = torch.cat([part, part.new_zeros((-part.numel()) % (_ROW * 8))])
+        rows = (part.view(torch.int64).view(-1, _ROW) * w).sum(1)
+        index = torch.arange(rows.numel(), device=rows.device, dtype=torch.int64) + start // (_ROW * 8)
+        total += int((rows * (index * _K1 + _K2)).sum())
+    return n, total % (1 << 64)
+
+
+__all__ = ["tensor_digest"]
