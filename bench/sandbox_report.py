@@ -53,6 +53,7 @@ def filter_variants() -> dict[str, list]:
             "keyrings": seccomp.program(arch, none, other_abi, refused[4:7]),
             "prctl PDEATHSIG": seccomp.program(arch, none, other_abi, (), nr_prctl),
             "loop ioctls": seccomp.program(arch, none, other_abi, (), None, seccomp._NR_IOCTL[platform.machine()]),
+            "file leases": seccomp.program(arch, none, other_abi, (), None, None, seccomp._NR_FCNTL[platform.machine()]),
             "other ABIs": seccomp.program(arch, none, other_abi)}
 
 

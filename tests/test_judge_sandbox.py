@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import faulthandler
+import fcntl
 import fnmatch
 import json
 import os
@@ -460,7 +461,14 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
                 "disarm_pdeathsig": "ok" if libc.prctl(1, 0, 0, 0, 0) == 0 else errno.errorcode[ctypes.get_errno()],
                 "name_self": "ok" if libc.prctl(15, b"runner", 0, 0, 0) == 0 else "refused",  # PR_SET_NAME
                 # on a pipe: a loop device's request is refused by the filter, a terminal's reaches the kernel
-                "loop_ioctl": ioctl_errno(0x4C82), "tty_ioctl": ioctl_errno(0x5401)}
+                "loop_ioctl": ioctl_errno(0x4C82), "tty_ioctl": ioctl_errno(0x5401),
+                # a read lease on a file this runner opened: refused (a write lease on the installed Python files
+                # held the other workers' imports, red team round 8); a lock query still works
+                "lease": fcntl_errno(fcntl.F_SETLEASE, fcntl.F_RDLCK), "getfl": fcntl_errno(fcntl.F_GETFL, 0)}
+
+    def fcntl_errno(cmd: int, arg: int) -> str:
+        with open(__file__, "rb") as f:
+            return errno_name(lambda: fcntl.fcntl(f.fileno(), cmd, arg))
 
     def ioctl_errno(request: int) -> str:
         r, w = os.pipe()
@@ -475,14 +483,16 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
     runner.require("seccomp-unix")
     assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
                              "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok",
-                             "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY", "vsock": "EACCES"}
+                             "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY", "vsock": "EACCES", "lease": "EACCES",
+                             "getfl": "ok"}
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     from adaexplore_mcp.judge import seccomp
 
     arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES["x86_64"]
-    prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl, seccomp._NR_IOCTL["x86_64"])
+    prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl, seccomp._NR_IOCTL["x86_64"],
+                           seccomp._NR_FCNTL["x86_64"])
 
     def run(nr: int, arg0: int = 0, arch_seen: int = arch, arg1: int = 0) -> int:
         return run_bpf(prog, nr, arch_seen, arg0, arg1)
@@ -499,6 +509,10 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     assert [run(16, 3, arg1=r) for r in (0x4C00, 0x4C0A, 0x4C82)] == [deny] * 3
     assert [run(16, 3, arg1=r) for r in (0x5401, 0xC0204601, 0x30000001, 37, 0x4D00)] == [seccomp.SECCOMP_RET_ALLOW] * 5
     assert run(16, seccomp.AF_UNIX) == seccomp.SECCOMP_RET_ALLOW  # the ioctl block never falls into socket's
+    # fcntl (72): F_SETLEASE refused, every other command (F_GETFL, F_SETLK, F_SETFD) not
+    assert run(72, 3, arg1=seccomp.F_SETLEASE) == deny
+    assert [run(72, 3, arg1=c) for c in (3, 6, 2, 1025)] == [seccomp.SECCOMP_RET_ALLOW] * 4
+    assert run(72, seccomp.AF_UNIX) == run(16, 3, arg1=seccomp.F_SETLEASE) == seccomp.SECCOMP_RET_ALLOW
 
 
 def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -575,3 +589,32 @@ def test_a_deferred_filter_reaches_threads_started_before_it() -> None:
     if not seen["applied"]:
         pytest.skip(f"no seccomp filter on this host: {seen}")
     assert seen == {"thread": "EACCES", "main": "EACCES", "early": False, "applied": True}, seen
+
+
+def test_a_runner_that_cannot_fork_into_its_pid_namespace_exits_instead_of_running_half_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team, round eight: out of pids, the sandbox went on after unshare(CLONE_NEWPID) without the fork: the
+    candidate saw the host's /proc and could signal its processes, under a summary still saying "namespaces"."""
+    from adaexplore_mcp.judge import sandbox
+
+    if not capabilities(SandboxPolicy()).summary.startswith("namespaces"):
+        pytest.skip("no namespaces on this host")
+    real_fork = os.fork
+    pid = real_fork()
+    if pid == 0:  # the runner: its next fork (into the namespace) fails as it does when the host is out of pids
+        monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(BlockingIOError(errno.EAGAIN, "no pids")))
+        try:
+            enter(SandboxPolicy())
+        finally:
+            os._exit(0)  # reached only if enter returned: the test fails on exit code 0
+    status = os.waitpid(pid, 0)[1]
+    assert os.waitstatus_to_exitcode(status) == sandbox.EXIT_NO_PID_NS
+
+
+def test_the_out_of_memory_killer_takes_a_runner_first() -> None:
+    def body(sock: socket.socket) -> dict[str, Any]:
+        return {"adj": Path("/proc/self/oom_score_adj").read_text().strip()}
+
+    runner = Runner(SandboxPolicy(), body)
+    runner.require("oom-first")
+    assert runner.read() == {"adj": "1000"}

@@ -11,6 +11,7 @@ processes and what is cached between evaluations.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -90,9 +91,11 @@ class Referee:
         return RunnerHandle(self.zygote, role, self.device, self.log_dir, self.policy)
 
     def top_up(self) -> None:
-        """Fork spares up to SPARES (they get ready in the background)."""
-        while len(self.spares) < SPARES:
-            self.spares.append(self._fork("cand"))
+        """Fork spares up to SPARES (they get ready in the background). Where the host has no process to spare,
+        fewer: the next evaluation forks its own, and says so if it cannot."""
+        with contextlib.suppress(RunnerGone):
+            while len(self.spares) < SPARES:
+                self.spares.append(self._fork("cand"))
 
     def candidate_runner(self, deadline: float) -> RunnerHandle:
         """A fresh, warm runner for exactly one candidate (the next spare starts forking at once)."""

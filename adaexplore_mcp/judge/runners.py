@@ -105,7 +105,12 @@ class Zygote:
         self.sock.sendall(json.dumps({"op": "fork", **request}).encode() + b"\n")
         msg, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
         if not fds:
-            raise RuntimeError("the runner zygote did not hand over a connection")
+            try:
+                why = str(json.loads(msg).get("error"))[:200]
+            except (ValueError, AttributeError):
+                raise RuntimeError("the runner zygote did not hand over a connection") from None
+            raise RunnerGone("crashed", f"the judge could not start a process for this evaluation ({why}): the host "
+                             "is out of processes or memory for now; evaluate again")
         return int(json.loads(msg)["pid"]), Connection(fds[0])
 
     def reap(self, pid: int, wait_s: float = 5.0) -> int | None:

@@ -10,7 +10,8 @@ The threat is a hostile candidate; why each mechanism is there:
   the namespace (when pid 1 dies, the kernel kills the rest). unshare() does not move the caller into
   the namespace, so `enter` forks once more: the caller becomes a relay that waits and passes on the exit
   status (a signal death as the same signal); pid 1 has PDEATHSIG on the relay, so killing the pid the
-  parent knows kills everything.
+  parent knows kills everything. Where that fork fails (no pid to spare), the runner exits: never half in.
+- oom_score_adj 1000: the out-of-memory killer takes a runner before the judge's own processes.
 - mount namespace, made private first (nothing may propagate to the host): an empty read-only tmpfs over
   each hidden dir (the data dir: the shared SQLite store can be neither read nor written); private
   size-limited tmpfs on /tmp and /dev/shm (no filling the disk or the host's shared memory, nothing seen
@@ -62,6 +63,9 @@ from .sandbox_sys import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, 
 
 _NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns", "ipc-ns")
 EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody wants this runner
+# unshare(CLONE_NEWPID) was made but no process could be forked into the namespace: going on would run the
+# candidate with the host's /proc and signals under a summary that says "namespaces" (red team, round 8)
+EXIT_NO_PID_NS = 112
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ def enter(policy: SandboxPolicy, defer_filter: bool = False) -> SandboxReport:
         with contextlib.suppress(OSError):
             os.setsid()  # fails only for a session leader
         log.attempt("cwd-root", os.chdir, "/")  # the relay's too
+        log.attempt("oom-first", _oom_first)
         _enter_namespaces(policy, log)
     else:
         log.miss("namespaces", f"not Linux ({sys.platform})")
@@ -158,6 +163,13 @@ def install_filter(policy: SandboxPolicy, report: SandboxReport) -> SandboxRepor
     log.mechanisms, log.missing = list(report.mechanisms), list(report.missing)
     log.attempt("seccomp-unix", deny_unix_sockets, True)
     return SandboxReport(tuple(log.mechanisms), tuple(log.missing))
+
+
+def _oom_first() -> None:
+    """The kernel's out-of-memory killer picks a runner before anything else: a candidate that spreads its memory
+    over child processes ranked them below the zygote and the referee (red team, round 8)."""
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
 
 
 def _has_cap_sys_admin() -> bool:
@@ -195,12 +207,8 @@ def _fork_into_pid_namespace(log: Log) -> None:
     alive_r, alive_w = os.pipe()
     try:
         pid = os.fork()
-    except OSError as e:  # e.g. out of pids: go on outside the namespace
-        for fd in (alive_r, alive_w):
-            os.close(fd)
-        log.mechanisms.remove("pid-ns")
-        log.miss("pid-ns", e)
-        return
+    except OSError:  # out of pids: never go on half inside (the host's /proc, signals, no threads)
+        os._exit(EXIT_NO_PID_NS)
     if pid == 0:
         os.close(alive_w)
         with contextlib.suppress(OSError):  # a failure is already reported

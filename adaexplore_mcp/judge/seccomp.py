@@ -9,8 +9,10 @@ datagram pair can `sendto()` any socket path), io_uring (`IORING_OP_SOCKET` make
 call, and its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
 keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a runner needs
 makes any of them: its one socket is inherited. `prctl(PR_SET_PDEATHSIG)` is refused too: the sandbox arms it
-before the filter, and nothing after may disarm it. So are the loop devices' ioctls: a root runner sees the
-host's /dev, and a loop device it attaches is shared with every later runner and outlives the judge. The filter
+before the filter, and nothing after may disarm it. So are the loop devices' ioctls: where the private /dev cannot
+be made a root runner sees the host's, and a loop device it attaches is shared with every later runner and
+outlives the judge. And file leases (`fcntl(F_SETLEASE)`), which let a root runner hold others' open() of the
+files it owns. The filter
 also refuses every system call made through another ABI (32-bit x86, x32), the classic way around a filter that
 checks call numbers of one ABI only.
 
@@ -31,6 +33,7 @@ _AND = 0x54  # BPF_ALU|BPF_AND|BPF_K
 _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET = 0, 4, 16, 24  # struct seccomp_data (args' low halves)
 _LOOP_IOCTLS = 0x4C00
 _NR_IOCTL = {"x86_64": 16, "aarch64": 29}
+_NR_FCNTL, F_SETLEASE = {"x86_64": 72, "aarch64": 25}, 1024
 # machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch, calls refused:
 # socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl, __NR_prctl)
 _ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250), 157),
@@ -46,7 +49,8 @@ class _Prog(ctypes.Structure):
 
 
 def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] = (),
-            nr_prctl: int | None = None, nr_ioctl: int | None = None) -> list[tuple[int, int, int, int]]:
+            nr_prctl: int | None = None, nr_ioctl: int | None = None,
+            nr_fcntl: int | None = None) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW and DENY are the last two.
 
     Refused by first argument: socket(AF_UNIX, ...), and prctl(PR_SET_PDEATHSIG, ...) when `nr_prctl` is given:
@@ -54,18 +58,23 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
     (sandbox.py); a candidate that disarmed it outlived its evaluation and the judge (red team, round 4).
     Refused by second argument, when `nr_ioctl` is given: the loop devices' ioctls (0x4C00-0x4CFF, old-style
     numbers no other driver uses). A runner as root opens the host's /dev/loop-control: a candidate attached a
-    file to a free loop device, which the next candidate read and which outlived the judge (red team, round 7)."""
+    file to a free loop device, which the next candidate read and which outlived the judge (red team, round 7).
+    And, when `nr_fcntl` is given, fcntl(F_SETLEASE): a root runner owns the installed Python files, and a write
+    lease on one holds every other process's open() of it for 45 s (lease-break-time): an honest candidate on
+    another worker timed out importing Triton (red team, round 8)."""
     by_arg0 = [(nr_socket, (AF_UNIX, AF_VSOCK))] + ([(nr_prctl, (PR_SET_PDEATHSIG,))] if nr_prctl is not None else [])
-    n, m = len(refused), (4 if nr_ioctl is not None else 0)
-    length = 4 + n + m + sum(2 + len(values) for _, values in by_arg0) + 2
+    by_arg1 = ([(nr_ioctl, 0xFFFFFF00, _LOOP_IOCTLS)] if nr_ioctl is not None else []) + \
+        ([(nr_fcntl, 0xFFFFFFFF, F_SETLEASE)] if nr_fcntl is not None else [])
+    n = len(refused)
+    length = 4 + n + 4 * len(by_arg1) + sum(2 + len(values) for _, values in by_arg0) + 2
     allow, deny = length - 2, length - 1
     prog = [(_LD_ABS, 0, 0, _ARCH_OFFSET), (_JEQ, 0, deny - 2, arch),  # another architecture's calls: DENY
             (_LD_ABS, 0, 0, _NR_OFFSET), (_JGE, deny - 4, 0, other_abi)]  # x32 calls: DENY
     prog += [(_JEQ, deny - (4 + i) - 1, 0, nr) for i, nr in enumerate(refused)]  # a call refused outright: DENY
-    if nr_ioctl is not None:  # ioctl: its request's low word, but for its last byte, is LOOP_* (0x4Cxx)
-        here = 4 + n
-        prog += [(_JEQ, 0, 3, nr_ioctl), (_LD_ABS, 0, 0, _ARG1_OFFSET), (_AND, 0, 0, 0xFFFFFF00),
-                 (_JEQ, deny - here - 4, allow - here - 4, _LOOP_IOCTLS)]
+    for nr, mask, value in by_arg1:  # this call, and its second argument (masked) is the value: DENY, else ALLOW
+        here = len(prog)
+        prog += [(_JEQ, 0, 3, nr), (_LD_ABS, 0, 0, _ARG1_OFFSET), (_AND, 0, 0, mask),
+                 (_JEQ, deny - here - 4, allow - here - 4, value)]
     for j, (nr, values) in enumerate(by_arg0):  # the call numbers differ: once arg0 is loaded, no other pair applies
         here, k = len(prog), len(values)
         last = j == len(by_arg0) - 1
@@ -83,7 +92,7 @@ def deny_unix_sockets(all_threads: bool = False) -> None:
     machine = platform.machine()
     if machine not in _ARCHES:
         raise OSError(f"no seccomp filter for {machine}")
-    install(program(*_ARCHES[machine], nr_ioctl=_NR_IOCTL[machine]), all_threads)
+    install(program(*_ARCHES[machine], nr_ioctl=_NR_IOCTL[machine], nr_fcntl=_NR_FCNTL[machine]), all_threads)
 
 
 _NR_SECCOMP = {"x86_64": 317, "aarch64": 277}

@@ -1,0 +1,56 @@
+"""A fork the zygote cannot make (the host out of processes): said, never the zygote's death (red team, round 8).
+
+A candidate on one worker can use up the host's pids (RLIMIT_NPROC does not bind root); the zygote of another
+worker then failed its next fork, died, and the honest candidate waiting for a runner got "a bug in the judge".
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+from adaexplore_mcp.judge import zygote
+from adaexplore_mcp.judge.runners import RunnerGone, Zygote
+
+
+def test_the_zygote_tries_a_refused_fork_again_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def refused() -> int:
+        calls.append(1)
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    monkeypatch.setattr(zygote.time, "sleep", lambda s: None)
+    with pytest.raises(OSError):
+        zygote._fork_with_retry(tries=3)
+    assert len(calls) == 3
+
+
+def test_a_refused_fork_reaches_the_referee_as_a_runner_that_could_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(tries: int = 5) -> tuple:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(zygote, "_fork_with_retry", refused)
+    ours, theirs = socket.socketpair()
+    serving = threading.Thread(target=zygote.serve, args=(theirs,))  # the zygote's loop, in this process
+    serving.start()
+    fake = Zygote.__new__(Zygote)
+    fake.sock = ours
+    try:
+        for _ in range(2):  # and it is still serving after the first
+            with pytest.raises(RunnerGone) as gone:
+                fake.fork({"device": "cpu"})
+            assert gone.value.kind == "crashed" and "out of processes" in str(gone.value)
+            assert "Resource temporarily unavailable" in str(gone.value)
+    finally:
+        ours.shutdown(socket.SHUT_WR)  # the referee gone: serve returns
+        serving.join(10)
+        ours.close()
+        theirs.close()
+    assert not serving.is_alive()
