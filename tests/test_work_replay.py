@@ -302,3 +302,16 @@ def test_a_launch_that_writes_scattered_bytes_costs_those_bytes_not_its_span(tmp
     substituted = Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [])
     torch.testing.assert_close(substituted, other_out)
     torch.testing.assert_close(other_out, other * 3)
+
+
+def test_a_kernel_default_computed_from_number_literals_is_replayable_and_nothing_else_computed_is() -> None:
+    """Red team, round eight: `BLOCK: tl.constexpr = 2 * 64` in an honest kernel was refused."""
+    import ast
+
+    from adaexplore_mcp.judge.replay_kernels import ReplayError, _check_signature
+
+    for ok in ("def k(x, BLOCK: tl.constexpr = 2 * 64): pass", "def k(x, n=-(3 + 4) // 2): pass"):
+        _check_signature(ast.parse(ok).body[0])  # type: ignore[arg-type]
+    for refused in ("def k(x, n=N * 2): pass", "def k(x, n=f(2)): pass", "def k(x, n='a' * 3): pass"):
+        with pytest.raises(ReplayError, match="computes a value"):
+            _check_signature(ast.parse(refused).body[0])  # type: ignore[arg-type]

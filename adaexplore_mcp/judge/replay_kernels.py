@@ -37,9 +37,20 @@ def _check_signature(node: ast.FunctionDef) -> None:
     exprs += [a.annotation for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs] if a.annotation]
     exprs += [node.returns] if node.returns is not None else []
     for expr in exprs:
-        if not all(isinstance(n, _SIGNATURE_NODES) for n in ast.walk(expr)):
+        if not all(isinstance(n, _SIGNATURE_NODES) or _constant_arithmetic(n) for n in ast.walk(expr)):
             raise ReplayError(f"kernel {node.name}'s signature computes a value ({ast.unparse(expr)[:60]}): defaults "
                               "and annotations of a @triton.jit function must be constants or names")
+
+
+def _constant_arithmetic(node: ast.AST) -> bool:
+    """Arithmetic on number literals only (`BLOCK: tl.constexpr = 2 * 64`): no object's operator can run. An
+    honest kernel with such a default was refused (red team, round 8)."""
+    if isinstance(node, (ast.operator, ast.Load)):
+        return True
+    if not isinstance(node, ast.BinOp):
+        return False
+    return all(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.USub, ast.operator, ast.Load)) or
+               (isinstance(n, ast.Constant) and type(n.value) in (int, float)) for n in ast.walk(node))
 
 
 def build_kernels(source: str, kernels: dict[str, Any], module_name: str, tmp: Path) -> dict[str, Any]:
