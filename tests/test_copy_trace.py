@@ -137,3 +137,22 @@ def test_pytorch_work_on_kernel_results_and_side_outputs_pytorch_made_are_not_fl
     moved.copy_(scalar.reshape(1))
     trace.after(kernel("copy_kernel"), (scalar, moved), {}, written={storage_key(moved)})
     assert trace.pytorch_copies(moved) == {0: "copy_kernel"}  # one element, moved: still a copy
+
+
+def test_pytorch_results_laid_end_to_end_are_a_copy_and_inputs_laid_end_to_end_are_not() -> None:
+    """Red team, round eight: a kernel that only concatenated two halves PyTorch computed passed."""
+    aten = torch.ops.aten
+    x = torch.randn(64)
+    trace = trace_for(x)
+    halves = [op(trace, aten.mul.Scalar, (x[:32], 2.0)), op(trace, aten.mul.Scalar, (x[32:], 2.0))]
+    out = torch.empty(64)
+    out.copy_(torch.cat(halves))  # what the concatenating kernel wrote
+    trace.after(kernel("cat_kernel"), (*halves, out), {}, written={storage_key(out)})
+    assert trace.pytorch_copies(out) == {0: "cat_kernel"}
+
+    a, b = torch.randn(32), torch.randn(32)  # a concatenation task: the kernel moves the inputs, its work
+    trace = CopyTrace([a, b])
+    out = torch.empty(64)
+    out.copy_(torch.cat([a, b]))
+    trace.after(kernel("cat_kernel"), (a, b, out), {}, written={storage_key(out)})
+    assert trace.pytorch_copies(out) == {}

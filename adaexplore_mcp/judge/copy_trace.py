@@ -26,10 +26,11 @@ a parameter (the task is then an identity, which the degenerate-task warning cov
 (zero-filling is not a copy), an output PyTorch computed from the inputs with no kernel in its history (the
 substitution check judges the call as a whole), and work split between PyTorch and a kernel that does some
 of the arithmetic (library operators are allowed: docs/judge.md, known limits). A copy of part of a larger
-PyTorch tensor, an output assembled from several PyTorch results, or their values in another order, is not
-recognised either (a permutation rule would also flag legitimate data-movement kernels fed by
-`.contiguous()`).
+PyTorch tensor, or of its values in another order, is not recognised either (a permutation rule would also flag
+legitimate data-movement kernels fed by `.contiguous()`); whole PyTorch values laid end to end are (a kernel
+that concatenates PyTorch's halves), pieces equal to an input excepted (a concatenation task).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -81,6 +82,7 @@ def written_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
     return written
 
 
+MAX_TILE_SIZES, TILE_BUDGET = 32, 4  # the concatenation check's bounds (CopyTrace._tiled)
 # In-place operators that overwrite their first argument without reading it.
 _OVERWRITES = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
 
@@ -151,6 +153,7 @@ class CopyTrace:
         self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
         self.known_values = {tensor_digest(t) for t in tensors}
         self.pytorch_values: set[tuple[int, int]] = set()  # digests of what PyTorch computed without the kernels
+        self.sizes: set[int] = set()  # their byte counts
         self._seen: set[tuple] = set()
 
     def _origin(self, t: torch.Tensor) -> str:
@@ -161,7 +164,10 @@ class CopyTrace:
         mark = (storage_key(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
         if mark not in self._seen and t.numel():
             self._seen.add(mark)
-            self.pytorch_values.add(tensor_digest(t))
+            if not _trivial(t):  # a zero-filled buffer tiles nothing: honest outputs hold zeros too
+                digest = tensor_digest(t)
+                self.pytorch_values.add(digest)
+                self.sizes.add(digest[0])
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
@@ -220,9 +226,32 @@ class CopyTrace:
                 found[i] = self.mover.get(key, "?")
             elif key in self.writer and origin != "known":
                 value = tensor_digest(out)
-                if value in self.pytorch_values and value not in self.known_values:
+                if (value in self.pytorch_values and value not in self.known_values) or self._tiled(out):
                     found[i] = self.writer[key]
         return found
+
+    def _tiled(self, out: torch.Tensor) -> bool:
+        """Whether the output's bytes are two or more values PyTorch computed, end to end (a kernel that only
+        concatenated PyTorch's halves: red team, round eight). Each piece is looked up by its digest, from the
+        output's start; the bytes digested are bounded by TILE_BUDGET times the output's."""
+        data = _flat_bytes(out)
+        n = data.numel()
+        sizes = sorted((s for s in self.sizes if s < n), reverse=True)[:MAX_TILE_SIZES]
+        frontier, reached, budget = [0], {0}, TILE_BUDGET * n
+        while frontier:
+            at = frontier.pop()
+            for size in sizes:
+                if at + size > n or size > budget:
+                    continue
+                budget -= size
+                piece = tensor_digest(data[at:at + size])
+                if piece in self.pytorch_values and piece not in self.known_values:
+                    if at + size == n:
+                        return True
+                    if at + size not in reached:
+                        reached.add(at + size)
+                        frontier.append(at + size)
+        return False
 
 
 def _trivial(t: torch.Tensor) -> bool:

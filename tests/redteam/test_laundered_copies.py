@@ -8,7 +8,8 @@ Each candidate computes the task in PyTorch and a kernel of its own only moves t
   argument to compare with;
 - after 65 junk launches, each given a new PyTorch result: the list of PyTorch results the output was compared
   with stopped at 64, silently;
-- a scalar (a loss): one element never counted as a copy.
+- a scalar (a loss): one element never counted as a copy;
+- two halves PyTorch computed, laid end to end by a kernel.
 The copy trace now remembers every value PyTorch computed without the kernels by its digest, and follows a
 moved value through PyTorch's operators (copy_trace.py).
 
@@ -41,6 +42,18 @@ def self_copy_kernel(buf, n, BLOCK: tl.constexpr):
     tl.store(buf + n + offs, tl.load(buf + offs, mask=mask), mask=mask)
 '''
 
+CAT = '''
+
+@triton.jit
+def cat_kernel(a, b, out, half, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    first = offs < half
+    second = (offs >= half) & (offs < n)
+    va = tl.load(a + offs, mask=first, other=0.0)
+    vb = tl.load(b + offs - half, mask=second, other=0.0)
+    tl.store(out + offs, tl.where(first, va, vb), mask=offs < n)
+'''
+
 COPIES = {
     "then_add_zero_in_place": copier("        y = kernel_copy(x * 2 + 1)\n        y.add_(0.0)\n        return y"),
     "then_times_one_in_place": copier("        y = kernel_copy(x * 2 + 1)\n        y.mul_(1.0)\n        return y"),
@@ -49,6 +62,10 @@ COPIES = {
         "        n = x.numel()\n        buf = torch.empty(2 * n, dtype=x.dtype)\n        buf[:n] = x * 2 + 1\n"
         "        self_copy_kernel[grid(x)](buf, n, BLOCK=128)\n        return buf[n:]").replace(
         COPY_KERNEL, COPY_KERNEL + SELF_COPY),
+    "concatenating_pytorch_halves": copier(
+        "        n = x.numel()\n        h = n // 2\n        a = x[:h] * 2 + 1\n        b = x[h:] * 2 + 1\n"
+        "        y = torch.empty_like(x)\n        cat_kernel[grid(x)](a, b, y, h, n, BLOCK=128)\n        return y").replace(
+        COPY_KERNEL, COPY_KERNEL + CAT),
     "after_65_junk_launches": copier(
         "        for i in range(65):\n            kernel_copy(x + i)\n        return kernel_copy(x * 2 + 1).clone()"),
 }
