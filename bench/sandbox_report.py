@@ -54,6 +54,8 @@ def filter_variants() -> dict[str, list]:
             "prctl PDEATHSIG": seccomp.program(arch, none, other_abi, (), nr_prctl),
             "loop ioctls": seccomp.program(arch, none, other_abi, (), None, seccomp._NR_IOCTL[platform.machine()]),
             "file leases": seccomp.program(arch, none, other_abi, (), None, None, seccomp._NR_FCNTL[platform.machine()]),
+            "fallocate KEEP_SIZE": seccomp.program(arch, none, other_abi, (), None, None, None,
+                                                   seccomp._NR_FALLOCATE[platform.machine()]),
             "other ABIs": seccomp.program(arch, none, other_abi)}
 
 

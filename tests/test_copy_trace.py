@@ -18,7 +18,10 @@ def kernel(name: str) -> object:
 
 
 def trace_for(x: torch.Tensor) -> CopyTrace:
-    return CopyTrace([x, *torch.nn.Linear(4, 4).parameters()])
+    model = torch.nn.Linear(4, 4)
+    trace = CopyTrace([x, *model.parameters()])
+    trace.model = model  # type: ignore[attr-defined] # alive as in a replay: a freed parameter's address is reused
+    return trace
 
 
 def test_a_kernel_that_copies_a_pytorch_result_into_the_output_is_named() -> None:

@@ -464,7 +464,17 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
                 "loop_ioctl": ioctl_errno(0x4C82), "tty_ioctl": ioctl_errno(0x5401),
                 # a read lease on a file this runner opened: refused (a write lease on the installed Python files
                 # held the other workers' imports, red team round 8); a lock query still works
-                "lease": fcntl_errno(fcntl.F_SETLEASE, fcntl.F_RDLCK), "getfl": fcntl_errno(fcntl.F_GETFL, 0)}
+                "lease": fcntl_errno(fcntl.F_SETLEASE, fcntl.F_RDLCK), "getfl": fcntl_errno(fcntl.F_GETFL, 0),
+                # space past a file's end, which RLIMIT_FSIZE does not see: refused (round 9); a plain one is not
+                "keep_size": fallocate_errno(1), "plain_fallocate": fallocate_errno(0)}
+
+    def fallocate_errno(mode: int) -> str:
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        fd = os.open("/dev/shm", os.O_TMPFILE | os.O_RDWR)  # writable under this policy, and nothing left
+        try:
+            return "ok" if libc.fallocate(fd, mode, 0, 4096) == 0 else errno.errorcode[ctypes.get_errno()]
+        finally:
+            os.close(fd)
 
     def fcntl_errno(cmd: int, arg: int) -> str:
         with open(__file__, "rb") as f:
@@ -484,7 +494,7 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
     assert runner.read() == {"unix": "EACCES", "inet": "ok", "socketpair": "EACCES", "io_uring_setup": "EACCES",
                              "add_key": "EACCES", "pipe": "ok", "disarm_pdeathsig": "EACCES", "name_self": "ok",
                              "loop_ioctl": "EACCES", "tty_ioctl": "ENOTTY", "vsock": "EACCES", "lease": "EACCES",
-                             "getfl": "ok"}
+                             "getfl": "ok", "keep_size": "EACCES", "plain_fallocate": "ok"}
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
@@ -492,7 +502,7 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
 
     arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES["x86_64"]
     prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl, seccomp._NR_IOCTL["x86_64"],
-                           seccomp._NR_FCNTL["x86_64"])
+                           seccomp._NR_FCNTL["x86_64"], seccomp._NR_FALLOCATE["x86_64"])
 
     def run(nr: int, arg0: int = 0, arch_seen: int = arch, arg1: int = 0) -> int:
         return run_bpf(prog, nr, arch_seen, arg0, arg1)
@@ -513,6 +523,9 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
     assert run(72, 3, arg1=seccomp.F_SETLEASE) == deny
     assert [run(72, 3, arg1=c) for c in (3, 6, 2, 1025)] == [seccomp.SECCOMP_RET_ALLOW] * 4
     assert run(72, seccomp.AF_UNIX) == run(16, 3, arg1=seccomp.F_SETLEASE) == seccomp.SECCOMP_RET_ALLOW
+    # fallocate (285): with KEEP_SIZE (alone, or with PUNCH_HOLE) refused; plain, ZERO_RANGE, INSERT_RANGE not
+    assert run(285, 3, arg1=1) == run(285, 3, arg1=3) == deny
+    assert [run(285, 3, arg1=m) for m in (0, 0x10, 0x20)] == [seccomp.SECCOMP_RET_ALLOW] * 3
 
 
 def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:

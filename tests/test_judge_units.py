@@ -374,3 +374,36 @@ def test_precision_reads_a_forged_program_without_failing() -> None:
     for program in (None, 5, {"steps": 5, "kernels": [1]}, {"steps": [1, {"op": "x", "args": deep}]}):
         assert program_reasons(program) == []
     assert program_reasons({"steps": [{"op": "aten::_to_copy", "kwargs": {"dtype": {"dtype": "bfloat16"}}}]})
+
+
+def test_a_process_tree_holding_many_sleeping_processes_is_busy_while_idle() -> None:
+    """Red team, round nine: a reference that forked hundreds of sleeping children used no CPU, so the idle watch
+    kept it, and it held the host's pids (RLIMIT_NPROC does not bind root) until no runner could start."""
+    import subprocess
+    import sys
+    import time
+
+    from adaexplore_mcp.judge import idle_watch
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        f"for _ in range({idle_watch.MAX_IDLE_PROCESSES + 8}):\n"
+        "    if os.fork() == 0:\n        time.sleep(60); os._exit(0)\n"
+        "print('ready', flush=True); time.sleep(60)")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"ready"
+        mark = idle_watch.IdleMark(idle_watch.tree_cpu_s(holder.pid) or 0.0, time.monotonic())
+        why = idle_watch.busy_while_idle(holder.pid, mark)
+        assert why is not None and "processes behind" in why
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(holder.pid)], check=False)
+        holder.kill()
+        holder.wait()
+
+
+def test_a_runner_that_could_not_fork_into_its_sandbox_says_the_host_is_out_of_processes() -> None:
+    from adaexplore_mcp.judge.runners import describe_status
+    from adaexplore_mcp.judge.sandbox import EXIT_NO_PID_NS
+
+    assert "out of processes" in describe_status(EXIT_NO_PID_NS << 8)  # a wait status: exit code in the high byte
+    assert describe_status(3 << 8) == "exited with code 3"

@@ -94,6 +94,8 @@ def read_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
     schema = getattr(op, "_schema", None)
     if schema is None:
         return launch_tensors(args, kwargs)
+    if schema.name.split("::")[-1] in _SHAPE_ONLY:
+        return []
     overwrites = schema.name.split("::")[-1] in _OVERWRITES
     read: list[Any] = []
     for i, a in enumerate(schema.arguments):
@@ -138,6 +140,13 @@ def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
 
 
 PURE = ("known", "pytorch", "moved", "laundered")  # values no candidate kernel computed
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Operators whose tensor arguments give only a shape, a dtype or a device (`zeros_like(k)` reads nothing of k)
+_SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                         "randint_like", "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"})
+# Operators that only move their inputs' values (a copy, a layout change, a concatenation)
+_MOVES = frozenset({"clone", "contiguous", "copy_", "_to_copy", "cat", "stack", "_unsafe_view", "view_copy",
+                    "permute_copy", "transpose_copy", "t_copy", "expand_copy", "slice_copy", "select_copy"})
 
 
 class CopyTrace:
@@ -151,83 +160,97 @@ class CopyTrace:
         self.origin: dict[int, str] = {storage_key(t): "known" for t in tensors}
         self.mover: dict[int, str] = {}  # moved or laundered storage -> the kernel that moved PyTorch's result
         self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
+        self.last_kernel = ""
+        # digests of the inputs and parameters, and of PyTorch's copies of them (`.contiguous()` of an input's
+        # view): a kernel moving those is doing a data-movement task's work
         self.known_values = {tensor_digest(t) for t in tensors}
         self.pytorch_values: set[tuple[int, int]] = set()  # digests of what PyTorch computed without the kernels
         self.sizes: set[int] = set()  # their byte counts
-        self._seen: set[tuple] = set()
+        self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
     def _origin(self, t: torch.Tensor) -> str:
         return self.origin.get(storage_key(t), "pytorch")
 
-    def _remember(self, t: torch.Tensor) -> None:
-        """A value no kernel computed, by digest; once per version of a tensor (PyTorch's in-place writes count)."""
+    def _remember(self, t: torch.Tensor, conversions: bool = False) -> None:
+        """A value no kernel computed, by digest (with `conversions`, also as every other float dtype: a kernel
+        that narrows it moves it too); once per version of a tensor (PyTorch's in-place writes count)."""
         mark = (storage_key(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
-        if mark not in self._seen and t.numel():
-            self._seen.add(mark)
-            if not _trivial(t):  # a zero-filled buffer tiles nothing: honest outputs hold zeros too
-                digest = tensor_digest(t)
-                self.pytorch_values.add(digest)
-                self.sizes.add(digest[0])
+        done = self._seen.get(mark)
+        if done is True or (done is False and not conversions) or not t.numel() or _trivial(t):
+            return  # zero-filled buffers tile nothing: honest outputs hold zeros too
+        self._seen[mark] = conversions
+        others = [d for d in _FLOATS if d != t.dtype] if conversions and t.dtype in _FLOATS else []
+        for value in ([] if done is False else [t]) + [t.to(d) for d in others]:
+            digest = tensor_digest(value)
+            self.pytorch_values.add(digest)
+            self.sizes.add(digest[0])
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
-        name = getattr(getattr(kernel, "fn", None), "__name__", "?")
+        name = self.last_kernel = getattr(getattr(kernel, "fn", None), "__name__", "?")
         before = {storage_key(t): self._origin(t) for t in tensors}
         changed = [t for t in tensors if (storage_key(t) in written if written is not None
                                               else before[storage_key(t)] != "known")]
         changed_keys = {storage_key(t) for t in changed}
         for t in tensors:  # a PyTorch result handed to a kernel, left as it was (the launch has run by now)
             if before[storage_key(t)] in ("pytorch", "moved", "laundered") and storage_key(t) not in changed_keys:
-                self._remember(t)
+                self._remember(t, conversions=True)
         for dst in changed:  # written (or, when writes are unknown, anything but an input or parameter)
             key = storage_key(dst)
             self.writer[key] = name
-            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in ("pytorch", "moved", "laundered")]
-            if any(moved_from(dst, s) for s in sources):
+            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in PURE]
+            if any(moved_from(dst, s) for s in sources):  # an input's copy too: PyTorch's work on it is laundered
                 self.origin[key], self.mover[key] = "moved", name
-            else:
-                self.origin[key] = "kernel"
+            else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
+                self.origin[key] = "pytorch" if _trivial(dst) else "kernel"
                 self.mover.pop(key, None)
 
     def pytorch_op(self, op: Any, args: Any, kwargs: dict, result: Any) -> None:
         """After an ATen operator: what it made, and what it wrote in place (`add_`, `out=`, `copy_`), takes its
         inputs' origin: `pytorch` when no kernel computed any of them (remembered by digest), `laundered` when one
-        was moved, `derived` when a kernel computed one. Whoever made the memory: a result PyTorch computed into a
-        buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a copy too (red
-        team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
+        was moved, `derived` when a kernel computed one, `known` when it only moved inputs (`.contiguous()`).
+        Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a
+        kernel had zeroed, then moved by a kernel, is a copy too (red team, round seven), and so is a moved result
+        changed in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
         origins = [self._origin(t) for t in inputs]
         movers = [self.mover[storage_key(t)] for t, o in zip(inputs, origins) if o in ("moved", "laundered")]
         origin = "pytorch" if all(o in PURE for o in origins) else "derived"
         origin = "laundered" if origin == "pytorch" and movers else origin
+        moves_inputs = bool(inputs) and set(origins) == {"known"} and _moves_values(op, inputs, result)
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
         for t in [*written_by(op, args, kwargs), *made]:
             key = storage_key(t)
-            self.origin[key] = origin
+            self.origin[key] = "known" if moves_inputs else origin
             self.writer.pop(key, None)
             if movers and origin == "laundered":
                 self.mover[key] = movers[0]
             else:
                 self.mover.pop(key, None)
-            if origin != "derived" and inputs:
+            if moves_inputs:
+                self.known_values.add(tensor_digest(t))
+            elif origin != "derived" and inputs:
                 self._remember(t)
 
     def pytorch_copies(self, result: Any) -> dict[int, str]:
         """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
-        the kernel that moved it."""
+        the kernel that moved it ("" when PyTorch computed it from a kernel's result that did no work)."""
         found: dict[int, str] = {}
         for i, out in enumerate(as_tensors(result)):
             if not isinstance(out, torch.Tensor) or _trivial(out):
                 continue
             key = storage_key(out)
             origin = self.origin.get(key, "pytorch")
+            if origin in ("known", "pytorch"):
+                continue  # an input, or PyTorch's own work from the inputs: the substitution check judges the call
+            value = tensor_digest(out)
+            if value in self.known_values:
+                continue  # an input moved into the output: an identity task's work
             if origin in ("moved", "laundered"):
                 found[i] = self.mover.get(key, "?")
-            elif key in self.writer and origin != "known":
-                value = tensor_digest(out)
-                if (value in self.pytorch_values and value not in self.known_values) or self._tiled(out):
-                    found[i] = self.writer[key]
+            elif value in self.pytorch_values or self._tiled(out):  # a kernel's (or PyTorch's from one) equal to
+                found[i] = self.writer.get(key, "")                  # PyTorch's own values: the kernels added nothing
         return found
 
     def _tiled(self, out: torch.Tensor) -> bool:
@@ -252,6 +275,16 @@ class CopyTrace:
                         reached.add(at + size)
                         frontier.append(at + size)
         return False
+
+
+def _moves_values(op: Any, inputs: list[torch.Tensor], result: Any) -> bool:
+    """Whether an operator only moved its inputs' values: a copy, a layout change or a concatenation, in their
+    dtype."""
+    schema = getattr(op, "_schema", None)
+    if schema is None or schema.name.split("::")[-1] not in _MOVES:
+        return False
+    dtypes = {t.dtype for t in inputs} | {t.dtype for t in launch_tensors([result], {})}
+    return len(dtypes) == 1
 
 
 def _trivial(t: torch.Tensor) -> bool:

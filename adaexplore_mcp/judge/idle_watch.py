@@ -19,6 +19,9 @@ from dataclasses import dataclass
 IDLE_ALLOWANCE_S = 0.5
 IDLE_SHARE = 0.1
 MIN_IDLE_S = 1.0
+# A runner's tree is its relay, pid 1 of its namespace and perhaps a helper; sleeping children by the hundred
+# use no CPU but hold the host's pids (RLIMIT_NPROC does not bind root): red team, round nine.
+MAX_IDLE_PROCESSES = 32
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -53,6 +56,12 @@ def _cpu_s(pid: int) -> float:
 
 def tree_cpu_s(pid: int) -> float | None:
     """CPU seconds of `pid` and every process below it (None without /proc)."""
+    found = _tree(pid)
+    return None if found is None else found[0]
+
+
+def _tree(pid: int) -> tuple[float, int] | None:
+    """CPU seconds and the number of processes of `pid`'s tree (None without /proc); counted up to 4096."""
     if not os.path.isdir(f"/proc/{pid}"):
         return None
     total, todo, seen = 0.0, [pid], set()
@@ -63,7 +72,7 @@ def tree_cpu_s(pid: int) -> float | None:
         seen.add(p)
         total += _cpu_s(p)
         todo += children(p)
-    return total
+    return total, len(seen)
 
 
 def mark(pid: int) -> IdleMark | None:
@@ -76,8 +85,15 @@ def busy_while_idle(pid: int, since: IdleMark | None) -> str | None:
     if since is None:
         return None
     idle = time.monotonic() - since.at
-    cpu = tree_cpu_s(pid)
-    if cpu is None or idle < MIN_IDLE_S:
+    found = _tree(pid)
+    if found is None:
+        return None
+    cpu, processes = found
+    if processes > MAX_IDLE_PROCESSES:
+        return (f"the task's reference left {processes} processes behind between evaluations (the host's process "
+                "table is shared: later runners could not start); its process was replaced. A reference must not "
+                "leave processes running")
+    if idle < MIN_IDLE_S:
         return None
     used = cpu - since.cpu_s
     if used <= IDLE_ALLOWANCE_S + IDLE_SHARE * idle:

@@ -178,7 +178,8 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     copies = [c for c in rep.get("copies") or [] if isinstance(c, list) and len(c) == 2 and c[0] in live]
     if copies:
         which = f"output {copies[0][0]}" if count > 1 else "the output"
-        out.reject("work_not_in_candidate_kernels", f"the candidate's kernel {str(copies[0][1])[:80]!r} only copied "
+        who = f"the candidate's kernel {str(copies[0][1])[:80]!r}" if copies[0][1] else "the candidate's kernels"
+        out.reject("work_not_in_candidate_kernels", f"{who} only copied "
                    f"into {which} values that PyTorch operators computed inside forward from values no candidate "
                    "kernel computed (the same values, bit for bit or converted to another dtype, whatever the copies, "
                    "buffers or no-op operators in between): the candidate's own kernels must compute the result")

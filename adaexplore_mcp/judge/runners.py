@@ -23,6 +23,7 @@ from typing import Any
 
 from . import wire
 from .idle_watch import children
+from .sandbox import EXIT_NO_PID_NS, EXIT_ORPHANED
 
 LOG_TAIL_BYTES = 6000
 # "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner;
@@ -321,5 +322,9 @@ def describe_status(status: int | None) -> str:
         except ValueError:
             return f"was killed by signal {sig}"
     if os.WIFEXITED(status):
-        return f"exited with code {os.WEXITSTATUS(status)}"
+        code = os.WEXITSTATUS(status)
+        return {EXIT_NO_PID_NS: f"exited with code {code}: it could not fork into its sandbox, the host is out of "
+                                "processes for now (evaluate again)",
+                EXIT_ORPHANED: f"exited with code {code}: the process that started it was gone"}.get(
+            code, f"exited with code {code}")
     return "ended"

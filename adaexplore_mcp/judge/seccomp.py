@@ -12,7 +12,8 @@ makes any of them: its one socket is inherited. `prctl(PR_SET_PDEATHSIG)` is ref
 before the filter, and nothing after may disarm it. So are the loop devices' ioctls: where the private /dev cannot
 be made a root runner sees the host's, and a loop device it attaches is shared with every later runner and
 outlives the judge. And file leases (`fcntl(F_SETLEASE)`), which let a root runner hold others' open() of the
-files it owns. The filter
+files it owns, and space reserved past a file's end (`fallocate` with KEEP_SIZE), which the file size limit
+does not see. The filter
 also refuses every system call made through another ABI (32-bit x86, x32), the classic way around a filter that
 checks call numbers of one ABI only.
 
@@ -34,6 +35,7 @@ _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET = 0, 4, 16, 24  # struct se
 _LOOP_IOCTLS = 0x4C00
 _NR_IOCTL = {"x86_64": 16, "aarch64": 29}
 _NR_FCNTL, F_SETLEASE = {"x86_64": 72, "aarch64": 25}, 1024
+_NR_FALLOCATE, FALLOC_FL_KEEP_SIZE = {"x86_64": 285, "aarch64": 47}, 1
 # machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch, calls refused:
 # socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl, __NR_prctl)
 _ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250), 157),
@@ -50,7 +52,7 @@ class _Prog(ctypes.Structure):
 
 def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] = (),
             nr_prctl: int | None = None, nr_ioctl: int | None = None,
-            nr_fcntl: int | None = None) -> list[tuple[int, int, int, int]]:
+            nr_fcntl: int | None = None, nr_fallocate: int | None = None) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k); jumps count instructions skipped. ALLOW and DENY are the last two.
 
     Refused by first argument: socket(AF_UNIX, ...), and prctl(PR_SET_PDEATHSIG, ...) when `nr_prctl` is given:
@@ -61,10 +63,13 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
     file to a free loop device, which the next candidate read and which outlived the judge (red team, round 7).
     And, when `nr_fcntl` is given, fcntl(F_SETLEASE): a root runner owns the installed Python files, and a write
     lease on one holds every other process's open() of it for 45 s (lease-break-time): an honest candidate on
-    another worker timed out importing Triton (red team, round 8)."""
+    another worker timed out importing Triton (red team, round 8). And, with `nr_fallocate`, fallocate with
+    FALLOC_FL_KEEP_SIZE (or a hole punched, which needs it): blocks reserved past a file's end leave its size,
+    which RLIMIT_FSIZE bounds, unchanged; through its log a runner filled the data directory's disk (round 9)."""
     by_arg0 = [(nr_socket, (AF_UNIX, AF_VSOCK))] + ([(nr_prctl, (PR_SET_PDEATHSIG,))] if nr_prctl is not None else [])
     by_arg1 = ([(nr_ioctl, 0xFFFFFF00, _LOOP_IOCTLS)] if nr_ioctl is not None else []) + \
-        ([(nr_fcntl, 0xFFFFFFFF, F_SETLEASE)] if nr_fcntl is not None else [])
+        ([(nr_fcntl, 0xFFFFFFFF, F_SETLEASE)] if nr_fcntl is not None else []) + \
+        ([(nr_fallocate, FALLOC_FL_KEEP_SIZE, FALLOC_FL_KEEP_SIZE)] if nr_fallocate is not None else [])
     n = len(refused)
     length = 4 + n + 4 * len(by_arg1) + sum(2 + len(values) for _, values in by_arg0) + 2
     allow, deny = length - 2, length - 1
@@ -92,7 +97,8 @@ def deny_unix_sockets(all_threads: bool = False) -> None:
     machine = platform.machine()
     if machine not in _ARCHES:
         raise OSError(f"no seccomp filter for {machine}")
-    install(program(*_ARCHES[machine], nr_ioctl=_NR_IOCTL[machine], nr_fcntl=_NR_FCNTL[machine]), all_threads)
+    install(program(*_ARCHES[machine], nr_ioctl=_NR_IOCTL[machine], nr_fcntl=_NR_FCNTL[machine],
+                    nr_fallocate=_NR_FALLOCATE[machine]), all_threads)
 
 
 _NR_SECCOMP = {"x86_64": 317, "aarch64": 277}

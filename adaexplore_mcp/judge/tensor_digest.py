@@ -3,9 +3,12 @@
 The copy trace (copy_trace.py) remembers every value PyTorch computed in a call by its digest, so that an
 output a kernel wrote can be recognised as one of them however many hops, in-place no-ops or buffers it went
 through, without keeping the values themselves (a large task's would not fit twice). Equal bytes always give
-equal digests; different bytes collide with probability about 2**-64 (a random-weighted sum modulo 2**64, in
-two levels: the words of a row, then the rows). A collision could only flag an honest output, never hide a
-copy, so the weights are fixed (reproducible verdicts) rather than secret.
+equal digests. Each 8-byte word is first mixed (splitmix64's finalizer: a change in any bit, the sign bit of a
+float above all, reaches the low bits), then summed with random odd weights modulo 2**64, in two levels: the
+words of a row, then the rows (odd factors). Without the mixing, flipping the signs of a float64 matrix gave the
+same digest, and an honest `-(a @ b)` kernel was taken for a copy of PyTorch's product (red team, round nine).
+A collision could only flag an honest output, never hide a copy, so the weights are fixed (reproducible
+verdicts) rather than secret.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import torch
 _ROW = 4096  # int64 words per row
 _CHUNK_ROWS = 2048  # rows per pass: 64 MiB of bytes, so the products never take more than that
 _K1, _K2 = 0x9E3779B97F4A7C15 - (1 << 64), 0xC2B2AE3D27D4EB4F - (1 << 64)  # odd, as signed int64
+_M1, _M2 = 0xBF58476D1CE4E5B9 - (1 << 64), 0x94D049BB133111EB - (1 << 64)  # splitmix64's multipliers
 _weights: dict[torch.device, torch.Tensor] = {}
 
 
@@ -24,6 +28,20 @@ def _row_weights(device: torch.device) -> torch.Tensor:
         w = torch.randint(-(1 << 62), 1 << 62, (_ROW,), dtype=torch.int64, generator=gen) * 2 + 1
         _weights[device] = w.to(device)
     return _weights[device]
+
+
+def _shr(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """A logical shift right of int64 words (torch's is arithmetic: the sign bit would be copied in)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def _mix(x: torch.Tensor) -> torch.Tensor:
+    """splitmix64's finalizer, a bijection of 64-bit words, wrapping as int64 does."""
+    x = x ^ _shr(x, 30)
+    x = x * _M1
+    x = x ^ _shr(x, 27)
+    x = x * _M2
+    return x ^ _shr(x, 31)
 
 
 def tensor_digest(t: torch.Tensor) -> tuple[int, int]:
@@ -41,9 +59,9 @@ def tensor_digest(t: torch.Tensor) -> tuple[int, int]:
         part = data[start:start + step]
         if part.numel() % (_ROW * 8):
             part = torch.cat([part, part.new_zeros((-part.numel()) % (_ROW * 8))])
-        rows = (part.view(torch.int64).view(-1, _ROW) * w).sum(1)
+        rows = (_mix(part.view(torch.int64)).view(-1, _ROW) * w).sum(1)
         index = torch.arange(rows.numel(), device=rows.device, dtype=torch.int64) + start // (_ROW * 8)
-        total += int((rows * (index * _K1 + _K2)).sum())
+        total += int((_mix(rows) * (index * 2 * _K1 + _K2)).sum())  # every row's factor odd
     return n, total % (1 << 64)
 
 

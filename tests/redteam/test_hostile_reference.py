@@ -236,3 +236,17 @@ def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_
     fresh_judge.close()  # the worker's log goes; its referee's note on the drop stays in judge-notes.log
     notes = read_notes(fresh_judge.settings.home / "logs")
     assert any("dropped" in n for n in notes), notes
+
+
+def test_a_reference_that_leaves_sleeping_processes_behind_is_replaced_and_said_so(fresh_judge: Judge) -> None:
+    """Red team, round nine: a reference that forked children which only sleep used no CPU, so the idle watch kept
+    it cached, holding the host's pids (RLIMIT_NPROC does not bind root) until no runner could start and every
+    later honest candidate got an error. Forty here, enough to pass the watch's bound and harmless to the host."""
+    holder = "import os, time\n\nfor _ in range(40):\n    if os.fork() == 0:\n        time.sleep(600)\n        os._exit(0)\n"
+    hostile = task(at_import(holder), name="process_holder")
+    first = fresh_judge.evaluate(hostile, GOOD)
+    assert first.verdict == Verdict.passed, summary(first)
+    second = fresh_judge.evaluate(hostile, GOOD)
+    assert second.verdict == Verdict.passed, summary(second)
+    assert any("processes behind" in w for w in second.warnings), summary(second)
+    assert not _next_evaluations(fresh_judge, 1)

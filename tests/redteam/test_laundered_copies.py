@@ -9,7 +9,11 @@ Each candidate computes the task in PyTorch and a kernel of its own only moves t
 - after 65 junk launches, each given a new PyTorch result: the list of PyTorch results the output was compared
   with stopped at 64, silently;
 - a scalar (a loss): one element never counted as a copy;
-- two halves PyTorch computed, laid end to end by a kernel.
+- two halves PyTorch computed, laid end to end by a kernel;
+- (round nine) mixed with zeros a kernel wrote (a buffer, one element) or shaped like a kernel's result, before
+  or after the copy: any kernel result among an operator's inputs made its result the kernels' work; copied into
+  a larger buffer, then cloned, or narrowed to float32 on the way; an input copied by a kernel, then PyTorch
+  computing the whole result from the copy.
 The copy trace now remembers every value PyTorch computed without the kernels by its digest, and follows a
 moved value through PyTorch's operators (copy_trace.py).
 
@@ -54,6 +58,15 @@ def cat_kernel(a, b, out, half, n, BLOCK: tl.constexpr):
     tl.store(out + offs, tl.where(first, va, vb), mask=offs < n)
 '''
 
+CONVERT = '''
+
+@triton.jit
+def convert_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=mask).to(tl.float32), mask=mask)
+'''
+
 COPIES = {
     "then_add_zero_in_place": copier("        y = kernel_copy(x * 2 + 1)\n        y.add_(0.0)\n        return y"),
     "then_times_one_in_place": copier("        y = kernel_copy(x * 2 + 1)\n        y.mul_(1.0)\n        return y"),
@@ -66,6 +79,26 @@ COPIES = {
         "        n = x.numel()\n        h = n // 2\n        a = x[:h] * 2 + 1\n        b = x[h:] * 2 + 1\n"
         "        y = torch.empty_like(x)\n        cat_kernel[grid(x)](a, b, y, h, n, BLOCK=128)\n        return y").replace(
         COPY_KERNEL, COPY_KERNEL + CAT),
+    # round nine: a kernel's zeros (a whole buffer, one element, or only its shape) mixed in by PyTorch
+    "plus_a_kernels_zeros": copier(
+        "        y = kernel_copy(x * 2 + 1)\n        g = torch.empty_like(x)\n"
+        "        zero_kernel[grid(x)](g, x.numel(), BLOCK=128)\n        return y + g"),
+    "plus_a_one_element_gate": copier(
+        "        y = kernel_copy(x * 2 + 1)\n        flag = torch.empty(1, dtype=x.dtype)\n"
+        "        boxed_zero_kernel[(1,)]((flag,))\n        return y + flag"),
+    "plus_zeros_shaped_like_a_kernels_result": copier(
+        "        y = kernel_copy(x * 2 + 1)\n        return y + torch.zeros_like(kernel_copy(x))"),
+    "zeros_mixed_in_before_the_copy": copier(
+        "        g = torch.empty_like(x)\n        zero_kernel[grid(x)](g, x.numel(), BLOCK=128)\n"
+        "        return kernel_copy((x * 2 + g) + 1)"),
+    "into_a_larger_buffer_then_cloned": copier(
+        "        z = x * 2 + 1\n        n = x.numel()\n        buf = torch.empty(n + 1, dtype=x.dtype)\n"
+        "        copy_kernel[grid(x)](z, buf, n, BLOCK=128)\n        return buf[:n].clone()"),
+    "narrowed_into_a_larger_buffer": copier(
+        "        z = x.double() * 2 + 1\n        n = x.numel()\n        buf = torch.empty(n + 1, dtype=torch.float32)\n"
+        "        convert_kernel[grid(x)](z, buf, n, BLOCK=128)\n        return buf[:n]").replace(
+        COPY_KERNEL, COPY_KERNEL + CONVERT),
+    "an_input_copied_then_pytorch_computing": copier("        return kernel_copy(x) * 2 + 1"),
     "after_65_junk_launches": copier(
         "        for i in range(65):\n            kernel_copy(x + i)\n        return kernel_copy(x * 2 + 1).clone()"),
 }
@@ -180,3 +213,80 @@ class ModelNew(nn.Module):
 '''
     ev = judged(judge, honest, task=spec)
     assert ev.verdict == Verdict.passed, summary(ev)
+
+
+NEG_MATMUL_64 = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.neg(a @ b)
+
+
+def get_inputs():
+    return [torch.randn(16, 32, dtype=torch.float64), torch.randn(32, 16, dtype=torch.float64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+NEG_EPILOGUE = HEADER + '''
+@triton.jit
+def neg_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, -tl.load(src + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        h = a @ b
+        y = torch.empty_like(h)
+        neg_kernel[(triton.cdiv(h.numel(), 128),)](h, y, h.numel(), BLOCK=128)
+        return y
+'''
+
+SWAP_HALVES = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cat([x[:, 32:], x[:, :32]], dim=0)
+
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CAT_OF_CONTIGUOUS_SLICES = HEADER + CAT + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        a = x[:, 32:].contiguous()
+        b = x[:, :32].contiguous()
+        out = torch.empty((a.shape[0] + b.shape[0], a.shape[1]), dtype=x.dtype)
+        cat_kernel[(triton.cdiv(out.numel(), 128),)](a, b, out, a.numel(), out.numel(), BLOCK=128)
+        return out
+'''
+
+
+@pytest.mark.parametrize("name", ["negated_matmul_float64", "concatenated_contiguous_slices_of_the_input"])
+def test_honest_kernels_the_copy_check_once_took_for_copies_pass(judge: Judge, name: str) -> None:
+    """Red team, round nine: the digest confused a float64 matrix with its negation (a sign flip left the sum of
+    its words unchanged), and PyTorch's `.contiguous()` copies of an input's slices, laid end to end by the
+    task's concatenation kernel, were taken for PyTorch's work."""
+    spec, source = {"negated_matmul_float64": (task(NEG_MATMUL_64, name="neg_matmul64"), NEG_EPILOGUE),
+                    "concatenated_contiguous_slices_of_the_input": (task(SWAP_HALVES, name="swap_halves"),
+                                                                    CAT_OF_CONTIGUOUS_SLICES)}[name]
+    for _ in range(3):  # the digest's collisions depended on the inputs drawn
+        ev = judged(judge, source, task=spec)
+        assert ev.verdict == Verdict.passed, summary(ev)
