@@ -180,8 +180,8 @@ class CopyTrace:
             return  # zero-filled buffers tile nothing: honest outputs hold zeros too
         self._seen[mark] = conversions
         others = [d for d in _FLOATS if d != t.dtype] if conversions and t.dtype in _FLOATS else []
-        for value in ([] if done is False else [t]) + [t.to(d) for d in others]:
-            digest = tensor_digest(value)
+        for as_dtype in ([] if done is False else [None]) + others:
+            digest = tensor_digest(t, as_dtype)
             self.pytorch_values.add(digest)
             self.sizes.add(digest[0])
 

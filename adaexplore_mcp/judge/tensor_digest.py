@@ -44,19 +44,28 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
-def tensor_digest(t: torch.Tensor) -> tuple[int, int]:
+def tensor_digest(t: torch.Tensor, as_dtype: torch.dtype | None = None) -> tuple[int, int]:
     """(byte count, digest) of the tensor's elements in row-major order, whatever its dtype, strides or storage
-    offset: a view and a contiguous copy of it digest the same, and so do two dtypes over the same bytes."""
+    offset: a view and a contiguous copy of it digest the same, and so do two dtypes over the same bytes. With
+    `as_dtype`, the digest of `t.to(as_dtype)`, converted a chunk at a time (a large tensor's conversion whole
+    would need its size again in memory)."""
     flat = t.detach().contiguous().reshape(-1)
     if flat.numel() == 0:
         return 0, 0
-    data = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
-    if data.storage_offset() % 8:
-        data = data.clone()  # an int64 view needs 8-byte alignment
-    n, w = data.numel(), _row_weights(data.device)
-    total, step = 0, _ROW * 8 * _CHUNK_ROWS
-    for start in range(0, n, step):
-        part = data[start:start + step]
+    step = _ROW * 8 * _CHUNK_ROWS
+    if as_dtype is not None and as_dtype != flat.dtype:
+        size = torch.empty((), dtype=as_dtype).element_size()
+        per = step // size
+        pieces = ((i * size, flat[i:i + per].to(as_dtype).view(torch.uint8)) for i in range(0, flat.numel(), per))
+        n = flat.numel() * size
+    else:
+        data = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+        if data.storage_offset() % 8:
+            data = data.clone()  # an int64 view needs 8-byte alignment
+        pieces = ((start, data[start:start + step]) for start in range(0, data.numel(), step))
+        n = data.numel()
+    w, total = _row_weights(flat.device), 0
+    for start, part in pieces:
         if part.numel() % (_ROW * 8):
             part = torch.cat([part, part.new_zeros((-part.numel()) % (_ROW * 8))])
         rows = (_mix(part.view(torch.int64)).view(-1, _ROW) * w).sum(1)
