@@ -1,16 +1,16 @@
 """One evaluation, decided in the referee: build, check over fresh trials, show the work is the
 candidate's own, then (on a GPU) time. Stops at the first "no".
 
-Where things happen: the reference runner draws each trial's inputs and computes the reference's
-outputs; the referee copies the inputs into memory it owns and lends them to the candidate's runner
-(CUDA IPC on a GPU, bytes on the CPU); the candidate's outputs come back as handles the referee maps
-itself. Comparison, the integrity checks and the verdict happen here, where neither the candidate
-nor the reference ever ran. The candidate's runner serves this one candidate and is killed after.
+Where things happen: the reference runner draws each trial's inputs and computes the reference's outputs;
+the referee copies the inputs into memory it owns and lends them to the candidate's runner (CUDA IPC on a
+GPU, bytes on the CPU); the candidate's outputs come back as handles the referee maps itself. Comparison,
+the integrity checks and the verdict happen here, where neither the candidate nor the reference ever ran.
+The candidate's runner serves this one candidate and is killed after.
 
-Construction (KernelBench convention): Model and ModelNew are built under the same fresh seed and
-left in the mode their constructors leave them in (training, usually). On a mismatch the check runs
-once more with the reference's parameters and buffers copied in by name: a candidate that is right
-under either line-up passes, and the result names the line-up it needed.
+Construction (KernelBench convention): Model and ModelNew are built under the same fresh seed and left in
+the mode their constructors leave them in (training, usually). On a mismatch the check runs once more with
+the reference's parameters and buffers copied in by name: a candidate that is right under either line-up
+passes, and the result names the line-up it needed.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
 from .compare import as_tensors, compare, mutated_input, nbytes, tolerance_for
+from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
 from .referee_replay import PendingReplay, finish_replay, start_replay
 from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
@@ -264,8 +265,7 @@ class Evaluation:
         first trial runs alone (it tells the sizes), then up to the replayed one, whose record goes to the
         replay (`self.replay`), then the rest in as few calls as memory allows."""
         n = self.limits.trials
-        replayed = min(REPLAYED_TRIAL, n - 1)
-        done = 0
+        replayed, done = min(REPLAYED_TRIAL, n - 1), 0
         while done < n:
             end = replayed + 1 if done <= replayed else n
             batch = 1 if done == 0 else max(1, min(end - done, TRIAL_BATCH_BYTES // max(1, self.set_bytes)))
@@ -310,7 +310,7 @@ class Evaluation:
             self._set_tolerance(made[0][1])
             self.in_bytes, self.out_bytes = nbytes(made[0][0]), nbytes(made[0][1])
             self.set_bytes = 2 * (self.in_bytes + self.out_bytes)
-        lent = wire.pack([list(inputs) for inputs, _ in made])
+        lent, self.host_values = wire.pack([list(inputs) for inputs, _ in made]), host_values(made[-1][0])
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
@@ -340,9 +340,9 @@ class Evaluation:
             del made, lent
             self.release()
 
-    def make_inputs(self, seeds: list[int], key: str) -> list[tuple[list[Any], Any]]:
-        reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key}, self.deadline,
-                                            "running the reference")
+    def make_inputs(self, seeds: list[int], key: str, keep: list | None = None) -> list[tuple[list[Any], Any]]:
+        reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key, "host_values": keep},
+                                            self.deadline, "running the reference")
         opened: dict = {}
         return [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
                  wire.decode_value(s["output"], bufs, opened=opened)) for s in reply["sets"]]

@@ -60,7 +60,8 @@ def start_replay(ev: Any) -> PendingReplay | None:
     from .evaluation import fresh_seed
 
     two = ev.set_bytes < SUBSTITUTE_MAX_SET_BYTES
-    sets = ev.make_inputs([fresh_seed(), fresh_seed()] if two else [fresh_seed()], "replay")
+    sets = ev.make_inputs([fresh_seed(), fresh_seed()] if two else [fresh_seed()], "replay",
+                          getattr(ev, "host_values", None))  # the replayed trial's numbers: host_inputs.py
     (inputs, ref_out), other_inputs, other_out = sets[0], None, None
     if two and compare(ref_out, sets[1][1], 0, *ev.tol, ev.limits.max_rel_norm) is not None:
         other_inputs, other_out = sets[1]  # the output tells the two sets apart: the substitution check holds

@@ -27,6 +27,7 @@ from . import launches, precision, seeding, wire
 from ..errors import safe_str
 from .compare import aliased_output, cloned, nbytes, tensor_specs
 from .device_memory import KEEP_CACHED_BYTES, give_back
+from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
 from .op_trace import OpTrace
 from .replay import ReplayOps
@@ -204,7 +205,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                     inputs = self.module.get_inputs()
                 if not isinstance(inputs, (list, tuple)):
                     return {"ref_error": f"the reference's get_inputs() returned {type(inputs).__name__}, not a list"}
-                inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+                inputs = on_device(inputs, self.device, req.get("host_values"))  # the replay's: host_inputs.py
                 result = None
                 if req.get("outputs", True):
                     result = self._forward_ref(_guarded(inputs), req.get("mode", "strict"), sync=False)

@@ -211,3 +211,53 @@ def test_writing_into_a_tensor_inside_a_list_input_is_seen(judge: Judge) -> None
 def test_an_honest_kernel_on_inputs_much_larger_than_its_output_passes(judge: Judge) -> None:
     ev = judged(judge, MEAN_KERNEL, task=task(MEAN_TASK, name="mean_rows"))
     assert ev.verdict == Verdict.passed, summary(ev)
+
+
+SCALED_BY_A_DRAWN_NUMBER = '''
+import torch
+import torch.nn as nn
+
+N = 512
+
+
+class Model(nn.Module):
+    def forward(self, x, alpha):
+        return x * alpha + 1
+
+
+def get_inputs():
+    return [torch.randn(N), float(torch.rand(()) * 4 + 1)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SCALE_KERNEL = HEADER + '''
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * alpha + 1, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, alpha):
+        y = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(x.numel(), 128),)](x, y, alpha, x.numel(), BLOCK=128)
+        return y
+'''
+
+
+def test_a_number_drawn_by_get_inputs_is_the_replayed_trials_in_the_replay(judge: Judge) -> None:
+    """Red team, round eight: an honest kernel taking a scale `get_inputs()` draws at random was rejected as not
+    replayable: the record holds the trial's number, the replay's new inputs drew another (host_inputs.py). A
+    copy of PyTorch's result is still found on such a task."""
+    spec = task(SCALED_BY_A_DRAWN_NUMBER, name="scaled_by_a_drawn_number")
+    ev = judged(judge, SCALE_KERNEL, task=spec)
+    assert ev.verdict == Verdict.passed, summary(ev)
+    copy = HEADER + TOKEN_KERNELS + "\n\nclass ModelNew(nn.Module):\n    def forward(self, x, alpha):\n" \
+        "        return kernel_copy(x * alpha + 1)\n"
+    ev = judged(judge, copy, task=spec)
+    assert ev.verdict == Verdict.rejected and ev.rejected is not None, summary(ev)
+    assert ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
