@@ -7,7 +7,6 @@ worker then failed its next fork, died, and the honest candidate waiting for a r
 from __future__ import annotations
 
 import errno
-import json
 import os
 import socket
 import threading
