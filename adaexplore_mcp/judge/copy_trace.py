@@ -70,16 +70,23 @@ def launch_tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
     return found
 
 
+def _op_name(op: Any) -> str:
+    """An ATen operator's name without its namespace (`copy_`), "" for something without a schema."""
+    schema = getattr(op, "_schema", None)
+    return schema.name.split("::")[-1] if schema is not None else ""
+
+
+def _schema_arguments(op: Any, args: Any, kwargs: dict) -> list[tuple[int, Any, Any]]:
+    """(position, schema argument, value passed) for each argument of an ATen operator's schema."""
+    schema = getattr(op, "_schema", None)
+    return [(i, a, args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name))
+            for i, a in enumerate(getattr(schema, "arguments", ()))]
+
+
 def written_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
     """The tensors an ATen operator writes in place or into `out=` (its schema's mutable arguments)."""
-    schema = getattr(op, "_schema", None)
-    written: list[torch.Tensor] = []
-    for i, a in enumerate(getattr(schema, "arguments", ())):
-        if a.alias_info is None or not a.alias_info.is_write:
-            continue
-        value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
-        written += launch_tensors([value], {})
-    return written
+    return launch_tensors([v for _, a, v in _schema_arguments(op, args, kwargs)
+                           if a.alias_info is not None and a.alias_info.is_write], {})
 
 
 MAX_TILE_SIZES, TILE_BUDGET = 32, 4  # the concatenation check's bounds (CopyTrace._tiled)
@@ -91,18 +98,15 @@ def read_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
     """The tensors an ATen operator reads: all its tensor arguments but an `out=` buffer, and the first argument
     of an operator that overwrites it (`copy_`, `fill_`): what a kernel left in memory PyTorch then computes
     into is not an input of that computation."""
-    schema = getattr(op, "_schema", None)
-    if schema is None:
+    name = _op_name(op)
+    if not name:
         return launch_tensors(args, kwargs)
-    if schema.name.split("::")[-1] in _SHAPE_ONLY:
+    if name in _SHAPE_ONLY:
         return []
-    overwrites = schema.name.split("::")[-1] in _OVERWRITES
-    read: list[Any] = []
-    for i, a in enumerate(schema.arguments):
-        write_only = a.alias_info is not None and a.alias_info.is_write and (a.kwarg_only or (overwrites and i == 0))
-        if not write_only:
-            read.append(args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name))
-    return launch_tensors(read, {})
+    overwrites = name in _OVERWRITES
+    return launch_tensors([v for i, a, v in _schema_arguments(op, args, kwargs)
+                           if not (a.alias_info is not None and a.alias_info.is_write
+                                   and (a.kwarg_only or (overwrites and i == 0)))], {})
 
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -160,7 +164,6 @@ class CopyTrace:
         self.origin: dict[int, str] = {storage_key(t): "known" for t in tensors}
         self.mover: dict[int, str] = {}  # moved or laundered storage -> the kernel that moved PyTorch's result
         self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
-        self.last_kernel = ""
         # digests of the inputs and parameters, and of PyTorch's copies of them (`.contiguous()` of an input's
         # view): a kernel moving those is doing a data-movement task's work
         self.known_values = {tensor_digest(t) for t in tensors}
@@ -187,7 +190,7 @@ class CopyTrace:
 
     def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
-        name = self.last_kernel = getattr(getattr(kernel, "fn", None), "__name__", "?")
+        name = getattr(getattr(kernel, "fn", None), "__name__", "?")
         before = {storage_key(t): self._origin(t) for t in tensors}
         changed = [t for t in tensors if (storage_key(t) in written if written is not None
                                               else before[storage_key(t)] != "known")]
@@ -280,8 +283,7 @@ class CopyTrace:
 def _moves_values(op: Any, inputs: list[torch.Tensor], result: Any) -> bool:
     """Whether an operator only moved its inputs' values: a copy, a layout change or a concatenation, in their
     dtype."""
-    schema = getattr(op, "_schema", None)
-    if schema is None or schema.name.split("::")[-1] not in _MOVES:
+    if _op_name(op) not in _MOVES:
         return False
     dtypes = {t.dtype for t in inputs} | {t.dtype for t in launch_tensors([result], {})}
     return len(dtypes) == 1

@@ -175,7 +175,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                              "read memory it never wrote (the replay fills torch.empty with NaN)?")
     refs, got = as_tensors(ref_out), as_tensors(checked)
     count = len(refs)
-    live = [i for i in range(count) if i not in degenerate_outputs(ev.req["task"], count)]
+    live = [i for i in range(count) if i not in _degenerate_outputs(ev.req["task"], count)]
     copies = [c for c in rep.get("copies") or [] if isinstance(c, list) and len(c) == 2 and c[0] in live]
     if copies:
         which = f"output {copies[0][0]}" if count > 1 else "the output"
@@ -201,7 +201,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     return True
 
 
-def degenerate_outputs(task: dict, count: int) -> set[int]:
+def _degenerate_outputs(task: dict, count: int) -> set[int]:
     """The outputs a constant or input-independent value would pass (the probe's finding): the work checks judge
     the others. Every output of a degenerate task probed before the probe said which."""
     if not task.get("degenerate"):

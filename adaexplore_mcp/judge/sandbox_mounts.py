@@ -158,7 +158,6 @@ def _mount_points() -> list[str]:
     return list(dict.fromkeys(points))
 
 
-
 def private_dev(keep_host_shm: bool) -> None:
     """A tmpfs over /dev holding the host's DEVICE_NODES (each bound into place), the usual links into /proc and
     /dev/shm: the host's bound back with `keep_host_shm` (CUDA IPC keeps its reference counters there), else an
