@@ -72,7 +72,9 @@ def _announce_sandbox(settings: Settings) -> None:
         return
     report = capabilities(policy)
     missing = f"; missing: {'; '.join(report.missing)}" if report.missing else ""
-    print(f"adaexplore-mcp: sandbox: {report.summary} ({', '.join(report.mechanisms)}){missing}", file=sys.stderr)
+    memory = f", {policy.max_memory_bytes / 2**30:.1f} GiB of host memory" if policy.max_memory_bytes else ""
+    print(f"adaexplore-mcp: sandbox: {report.summary} ({', '.join(report.mechanisms)}){missing}; a runner may "
+          f"start {policy.max_processes} processes{memory}", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> int:

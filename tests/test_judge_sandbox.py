@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from adaexplore_mcp.judge import sandbox_mounts
+from adaexplore_mcp.judge import sandbox_cgroup, sandbox_mounts
 from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, enter
 from adaexplore_mcp.judge.sandbox_mounts import DEVICE_NODES
 from adaexplore_mcp.judge.sandbox_probe import capabilities
@@ -107,6 +107,7 @@ class Runner:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 Runner.live.remove(self.pid)
+                sandbox_cgroup.remove(self.pid)
                 return status
             time.sleep(0.01)
         raise TimeoutError(f"runner {self.pid} still alive after {timeout}s")
@@ -128,6 +129,7 @@ def _no_runner_left_behind():
         except (ProcessLookupError, ChildProcessError):
             pass
         Runner.live.remove(pid)
+        sandbox_cgroup.remove(pid)
 
 
 def closes_within(fd: int, timeout: float) -> bool:
@@ -158,7 +160,8 @@ def test_capabilities_is_a_cached_report_with_a_summary() -> None:
     policy = SandboxPolicy(tmp_dir="/tmp", tmp_size_mb=8)
     report = capabilities(policy)
     assert isinstance(report, SandboxReport)
-    assert report.summary in ("namespaces+rlimits+seccomp", "namespaces+rlimits", "namespaces", "rlimits", "none")
+    assert report.summary in ("namespaces+rlimits+cgroups+seccomp", "namespaces+rlimits+seccomp", "namespaces+rlimits",
+                              "namespaces", "rlimits", "none")
     assert "rlimits" in report.mechanisms, report.missing
     assert capabilities(policy) is report
     assert SandboxReport(("pid-ns", "rlimits"), ()).summary == "namespaces+rlimits"

@@ -198,7 +198,7 @@ class Judge:
         if gone.get("kind") == "timeout":
             call = CallResult("timeout", log=log)
         else:
-            call = CallResult("crashed", exitcode=None, log=log)
+            call = CallResult("crashed", exitcode=None, log=log, limits=tuple(map(str, gone.get("limits") or ())))
             status = gone.get("status")
             if isinstance(status, int):
                 call.exitcode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -322,6 +322,10 @@ def _static_problem(source: str, max_bytes: int) -> ErrorDetail | None:
 
 
 def _crash_detail(call: CallResult, cand: CandidateFile) -> ErrorDetail:
+    if "memory" in call.limits:
+        return from_fault_dump(call.log, cand, f"the worker process {describe_status(None, call.limits)} while "
+                               "running the candidate (host memory: tensors or buffers kept on the CPU?)",
+                               exception="HostMemoryLimit")
     code = call.exitcode
     if code is not None and code < 0:
         try:
@@ -330,6 +334,7 @@ def _crash_detail(call: CallResult, cand: CandidateFile) -> ErrorDetail:
             how = f"was killed by signal {-code}"
     else:
         how = f"exited with code {code}"
+    how += ", after its sandbox refused it more processes" if "processes" in call.limits else ""
     return from_fault_dump(call.log, cand, f"the worker process {how} while running the candidate "
                            "(a segfault, os._exit, or a fatal CUDA error such as an out-of-bounds access?)",
                            exception="WorkerCrashed")

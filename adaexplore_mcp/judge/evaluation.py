@@ -144,7 +144,7 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
         out.reject("bad_output", f"a runner's answer was malformed ({type(exc).__name__}: {safe_str(exc)[:200]})")
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,
-                 gone={"kind": exc.kind, "log": exc.log, "status": exc.status, "message": str(exc)})
+                 gone=exc.as_record())
     except torch.OutOfMemoryError as exc:  # the referee's own copies or comparisons
         out.oom = True
         freed = ref_ee.evict_all_but(None)

@@ -53,6 +53,7 @@ class CallResult:
     result: dict[str, Any] = field(default_factory=dict)
     exitcode: int | None = None
     log: str = ""
+    limits: tuple[str, ...] = ()  # a runner's sandbox limits it hit: "memory", "processes" (sandbox_cgroup)
 
 
 class Worker:

@@ -349,7 +349,7 @@ def _gone_text(what: str, exc: RunnerGone) -> str:
     if exc.kind == "timeout":
         return f"{what} did not finish within the time limit"
     tail = exc.log.strip().splitlines()[-1:] if exc.log.strip() else []
-    return f"{what}: the process {describe_status(exc.status)}" + (f" ({tail[0][:200]})" if tail else "")
+    return f"{what}: the process {describe_status(exc.status, exc.limits)}" + (f" ({tail[0][:200]})" if tail else "")
 
 
 def _default_budget(device: str) -> int:
@@ -390,10 +390,34 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
                            if os.path.isdir(p) and any(_under(p, c) for c in covers) and not _under("/tmp", p)))
     return sandbox.SandboxPolicy(
         hidden_dirs=hide, writable_dirs=(), tmp_dir="/tmp", visible_dirs=visible,
-        max_address_space=None if device == "cuda" else 16 << 30,
+        max_address_space=None if device == "cuda" else 16 << 30, max_memory_bytes=runner_memory_limit(),
+        max_processes=_env_positive("ADAEXPLORE_RUNNER_PROCESSES") or sandbox.SandboxPolicy.max_processes,
         pid_namespace=mode != "no-pid", private_shm=device != "cuda",
         ipc_namespace=os.environ.get("ADAEXPLORE_SANDBOX_IPC_NS", "1") != "0",
     )
+
+
+def runner_memory_limit() -> int | None:
+    """Host memory one runner may use (its group's limit, sandbox_cgroup.py): ADAEXPLORE_RUNNER_MEMORY_MB, else
+    half of the machine's. Enough for any task's inputs on the CPU side, and a runner that takes more is killed
+    before the judge's processes suffer (the red team's 18 GB on a 24 GB machine)."""
+    asked = _env_positive("ADAEXPLORE_RUNNER_MEMORY_MB")
+    if asked is not None:
+        return asked << 20
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _env_positive(name: str) -> int | None:
+    """A positive integer setting from the environment, or None (unset, malformed or not positive: the default;
+    the server's start line names the limits in force, cli.py)."""
+    try:
+        value = int(os.environ.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 def _library_paths() -> set[str]:

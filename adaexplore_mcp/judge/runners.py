@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,11 +55,18 @@ ENV_SECRET_WORD = re.compile(r"(^|[^A-Z])PATS?([^A-Z]|$)", re.IGNORECASE)
 class RunnerGone(Exception):
     """The runner timed out, died or broke the protocol; it has been killed."""
 
-    def __init__(self, kind: str, message: str, log: str = "", status: int | None = None) -> None:
+    def __init__(self, kind: str, message: str, log: str = "", status: int | None = None,
+                 limits: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.kind = kind  # "timeout" | "crashed" | "protocol"
         self.log = log
         self.status = status
+        self.limits = limits  # the sandbox limits its group hit: "memory", "processes" (sandbox_cgroup)
+
+    def as_record(self) -> dict[str, Any]:
+        """What the evaluation's result carries of it (api.Judge turns it into the verdict's error)."""
+        return {"kind": self.kind, "log": self.log, "status": self.status, "message": str(self),
+                "limits": list(self.limits)}
 
 
 def runner_env(extra: dict[str, str]) -> dict[str, str]:
@@ -114,10 +122,12 @@ class Zygote:
                              "is out of processes or memory for now; evaluate again")
         return int(json.loads(msg)["pid"]), Connection(fds[0])
 
-    def reap(self, pid: int, wait_s: float = 5.0) -> int | None:
+    def reap(self, pid: int, wait_s: float = 5.0) -> tuple[int | None, tuple[str, ...]]:
+        """How runner `pid` ended (None: still running after `wait_s`), and the limits of its group it hit."""
         self.sock.sendall(json.dumps({"op": "reap", "pid": pid, "wait_s": wait_s}).encode() + b"\n")
         line = self.reader.readline()
-        return json.loads(line).get("status") if line else None
+        reply = json.loads(line) if line else {}
+        return reply.get("status"), tuple(str(x) for x in reply.get("limits_hit") or ())
 
     def close(self) -> None:
         try:
@@ -143,6 +153,7 @@ class RunnerHandle:
         self.alive = True
         self.trace: dict[str, list[float]] | None = None  # op -> [calls, ms, runner ms] when tracing (OP_TRACE_ENV)
         self.bytes = 0  # device memory this runner holds (references: for the cache's budget)
+        self.limits_hit: tuple[str, ...] = ()  # once reaped: the limits of its sandbox's group it hit
         self.pending: deque[tuple[str, float]] = deque()  # requests sent, not yet answered: (op, when sent)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
@@ -236,7 +247,7 @@ class RunnerHandle:
         status = None
         if kind == "crashed" and self.alive:  # it ended on its own: learn how before anything else
             try:
-                status = self.zygote.reap(self.pid, wait_s=1.0)
+                status, self.limits_hit = self.zygote.reap(self.pid, wait_s=1.0)
             except (OSError, ValueError):
                 pass
         if status is not None:
@@ -244,7 +255,7 @@ class RunnerHandle:
             self._cleanup()
         else:
             status = self.kill()
-        return RunnerGone(kind, message, log, status)
+        return RunnerGone(kind, message, log, status, self.limits_hit)
 
     def log_tail(self) -> str:
         """The end of the runner's log. Opened without blocking: the runner owns the file and may hold a lease
@@ -289,7 +300,7 @@ class RunnerHandle:
             except OSError:
                 pass
         try:
-            status = self.zygote.reap(self.pid)
+            status, self.limits_hit = self.zygote.reap(self.pid)
         except (OSError, ValueError):
             status = None
         self._cleanup()
@@ -312,7 +323,15 @@ class RunnerHandle:
             self.kill()
 
 
-def describe_status(status: int | None) -> str:
+def describe_status(status: int | None, limits: Sequence[str] = ()) -> str:
+    """How a runner ended, in words; `limits`: what its sandbox's group refused it (sandbox_cgroup.limits_hit)."""
+    if "memory" in limits:
+        return "went over its sandbox's limit on host memory and was killed by the kernel"
+    said = _describe_status(status)
+    return said + ", after its sandbox refused it more processes" if "processes" in limits else said
+
+
+def _describe_status(status: int | None) -> str:
     if status is None:
         return "ended"
     if os.WIFSIGNALED(status):

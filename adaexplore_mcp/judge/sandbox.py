@@ -12,6 +12,8 @@ The threat is a hostile candidate; why each mechanism is there:
   status (a signal death as the same signal); pid 1 has PDEATHSIG on the relay, so killing the pid the
   parent knows kills everything. Where that fork fails (no pid to spare), the runner exits: never half in.
 - oom_score_adj 1000: the out-of-memory killer takes a runner before the judge's own processes.
+- a control group of its own (sandbox_cgroup.py): pids.max and a host memory limit that bind root and CUDA
+  runners, where RLIMIT_NPROC and RLIMIT_AS do not.
 - mount namespace, made private first (nothing may propagate to the host): an empty read-only tmpfs over
   each hidden dir (the data dir: the shared SQLite store can be neither read nor written); private
   size-limited tmpfs on /tmp and /dev/shm (no filling the disk or the host's shared memory, nothing seen
@@ -55,6 +57,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from . import sandbox_cgroup
 from .rlimits import set_rlimits
 from .sandbox_mounts import Mounts
 from .sandbox_sys import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, LINUX, \
@@ -90,7 +93,8 @@ class SandboxPolicy:
     # A private /dev of the pseudo devices and the GPU's nodes (sandbox_mounts.DEVICE_NODES), read-only.
     private_dev: bool = True
     deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX), socketpair, io_uring, keyrings fail; seccomp.py
-    max_processes: int | None = 1024  # RLIMIT_NPROC above the user's current count (not enforced for root)
+    max_processes: int | None = 1024  # the group's pids.max; RLIMIT_NPROC above the user's count (not for root)
+    max_memory_bytes: int | None = None  # the group's memory limit (host memory; binds with CUDA, unlike AS)
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,11 @@ class SandboxReport:
 
     @property
     def summary(self) -> str:
-        """Shown in every evaluation result: "namespaces+rlimits+seccomp", "rlimits", "none"..."""
+        """Shown in every evaluation result: "namespaces+rlimits+cgroups+seccomp", "rlimits", "none"..."""
         parts = ["namespaces"] if any(m in self.mechanisms for m in _NAMESPACES) else []
-        parts += [name for name, m in (("rlimits", "rlimits"), ("seccomp", "seccomp-unix")) if m in self.mechanisms]
+        parts += ["rlimits"] if "rlimits" in self.mechanisms else []
+        parts += ["cgroups"] if any(m.startswith("cgroup-") for m in self.mechanisms) else []
+        parts += ["seccomp"] if "seccomp-unix" in self.mechanisms else []
         return "+".join(parts) or "none"
 
 # The parent of a forked child, as it was at fork time: if it is gone by the time `enter` arms
@@ -132,6 +138,7 @@ def enter(policy: SandboxPolicy, defer_filter: bool = False) -> SandboxReport:
             os.setsid()  # fails only for a session leader
         log.attempt("cwd-root", os.chdir, "/")  # the relay's too
         log.attempt("oom-first", _oom_first)
+        _join_cgroups(policy, log)
         _enter_namespaces(policy, log)
     else:
         log.miss("namespaces", f"not Linux ({sys.platform})")
@@ -170,6 +177,17 @@ def _oom_first() -> None:
     over child processes ranked them below the zygote and the referee (red team, round 8)."""
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
+
+
+def _join_cgroups(policy: SandboxPolicy, log: Log) -> None:
+    """Before the pid namespace's fork, so that every process of the sandbox is in the runner's group."""
+    if policy.max_processes is None and policy.max_memory_bytes is None:
+        return
+    for name, why in sandbox_cgroup.join(policy.max_processes, policy.max_memory_bytes):
+        if why is None:
+            log.ok(name)
+        else:
+            log.miss(name, why)
 
 
 def _has_cap_sys_admin() -> bool:

@@ -13,6 +13,7 @@ import signal
 import time
 import warnings
 
+from . import sandbox_cgroup
 from .sandbox import SandboxPolicy, SandboxReport, enter
 
 _probed: dict[tuple[int, SandboxPolicy], SandboxReport] = {}
@@ -57,6 +58,7 @@ def _probe(policy: SandboxPolicy, timeout_s: float) -> SandboxReport:
     finally:
         os.close(r)
         status = os.waitpid(pid, 0)[1]
+        sandbox_cgroup.remove(pid)
     if not data:
         return SandboxReport((), (f"probe: no report within {timeout_s:g}s (wait status {status})",))
     mechanisms, missing = json.loads(data)

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import sandbox_cgroup
+
 REAP_WAIT_S = 5.0
 
 
@@ -91,8 +93,11 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     Runner(conn, device, tmp).serve()
 
 
+Ended = tuple[int, list[str]]  # a reaped runner's wait status, and the limits its group hit (sandbox_cgroup)
+
+
 def serve(ctrl: socket.socket) -> None:
-    children: dict[int, int | None] = {}  # pid -> wait status once reaped
+    children: dict[int, Ended | None] = {}  # pid -> how it ended, once reaped
     reader = ctrl.makefile("rb")
     while True:
         line = reader.readline()
@@ -124,8 +129,8 @@ def serve(ctrl: socket.socket) -> None:
             parent_end.close()
         elif req["op"] == "reap":
             pid = int(req["pid"])
-            status = _reap(pid, children, float(req.get("wait_s", REAP_WAIT_S)))
-            ctrl.sendall(json.dumps({"pid": pid, "status": status}).encode() + b"\n")
+            status, limits = _reap(pid, children, float(req.get("wait_s", REAP_WAIT_S))) or (None, [])
+            ctrl.sendall(json.dumps({"pid": pid, "status": status, "limits_hit": limits}).encode() + b"\n")
         _reap_all(children)
 
 
@@ -151,7 +156,15 @@ def _runner_tmp(pid: int) -> Path:
     return Path(tempfile.gettempdir()) / f"adaexplore-runner-{pid}"
 
 
-def _forget(pid: int, children: dict[int, int | None]) -> int | None:
+def _ended(pid: int, status: int) -> Ended:
+    """A reaped runner: what its group saw, then its group and scratch directory go."""
+    limits = sandbox_cgroup.limits_hit(pid)
+    sandbox_cgroup.remove(pid)  # one that stays busy is swept later
+    shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
+    return status, limits
+
+
+def _forget(pid: int, children: dict[int, Ended | None]) -> Ended | None:
     shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
     return children.pop(pid, None)
 
@@ -168,7 +181,7 @@ def _close_all_but(keep: set[int]) -> None:
                 pass
 
 
-def _reap(pid: int, children: dict[int, int | None], wait_s: float) -> int | None:
+def _reap(pid: int, children: dict[int, Ended | None], wait_s: float) -> Ended | None:
     deadline = time.monotonic() + wait_s
     while children.get(pid) is None and time.monotonic() < deadline:
         try:
@@ -176,23 +189,22 @@ def _reap(pid: int, children: dict[int, int | None], wait_s: float) -> int | Non
         except ChildProcessError:
             break
         if done:
-            children[pid] = status
+            children[pid] = _ended(pid, status)
             break
         time.sleep(0.005)
     return _forget(pid, children) if children.get(pid) is not None else None
 
 
-def _reap_all(children: dict[int, int | None]) -> None:
-    for pid, status in list(children.items()):
-        if status is None:
+def _reap_all(children: dict[int, Ended | None]) -> None:
+    for pid, ended in list(children.items()):
+        if ended is None:
             try:
                 done, st = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 _forget(pid, children)
                 continue
             if done:
-                children[pid] = st
-                shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
+                children[pid] = _ended(pid, st)
     if len(children) > 256:  # statuses nobody asked for
         for pid in [p for p, s in children.items() if s is not None][:128]:
             children.pop(pid, None)
@@ -277,6 +289,8 @@ def main() -> None:
         torch.zeros(1) + 1
     _import_first_launch_modules()
 
+    sandbox_cgroup.hierarchies()  # read once here: every runner inherits it
+    sandbox_cgroup.sweep()  # groups a zygote that died left behind
     ctrl.sendall(b'{"ready": true}\n')
     serve(ctrl)
 
