@@ -29,6 +29,12 @@ of the arithmetic (library operators are allowed: docs/judge.md, known limits). 
 PyTorch tensor, or of its values in another order, is not recognised either (a permutation rule would also flag
 legitimate data-movement kernels fed by `.contiguous()`); whole PyTorch values laid end to end are (a kernel
 that concatenates PyTorch's halves), pieces equal to an input excepted (a concatenation task).
+
+Origins are kept per storage: a write that reaches only part of a buffer (PyTorch's, or a kernel's constant)
+leaves a copy elsewhere in it a copy (red team, round ten). A kernel that moves an input, whole or converted to
+another dtype, does an identity or cast task's work: that value counts as known. Not recognised: a kernel that
+copies one or two elements of an input, which PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that
+PyTorch undoes is a documented limit; on a GPU the kernels' share of device time says it (under 10% warns).
 """
 
 from __future__ import annotations
@@ -119,6 +125,11 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
 
 
+def _partial(t: torch.Tensor) -> bool:
+    """Whether a view reaches less than all of its storage (a range, a strided slice)."""
+    return t.numel() * t.element_size() < t.untyped_storage().nbytes()
+
+
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     if storage_key(a) != storage_key(b):
         return False
@@ -128,8 +139,9 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
     """Whether `dst` holds `src`'s values: its bytes (any dtype of the same byte size, any non-overlapping range
-    of one storage), or its values converted to `dst`'s dtype (a kernel that only narrows float64 to float32).
-    Constant tensors (one distinct value) never count: zero-filling is not a copy."""
+    of one storage), or its values converted to `dst`'s dtype (a kernel that only narrows float64 to float32, or
+    turns PyTorch's float argmax into int64: red team, round ten). Constant tensors (one distinct value) never
+    count: zero-filling is not a copy."""
     if dst.device != src.device or dst.numel() < 2 or _overlap(dst, src):
         return False
     rows = _flat_bytes(dst).view(dst.numel(), dst.element_size())
@@ -138,9 +150,8 @@ def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
     if dst.numel() * dst.element_size() == src.numel() * src.element_size() and \
             torch.equal(rows.reshape(-1), _flat_bytes(src)):
         return True
-    same_kind = dst.is_floating_point() == src.is_floating_point() and not dst.is_complex() and not src.is_complex()
-    return dst.numel() == src.numel() and dst.dtype != src.dtype and same_kind and dst.dtype != torch.bool and \
-        torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
+    return dst.numel() == src.numel() and dst.dtype != src.dtype and not dst.is_complex() and \
+        not src.is_complex() and torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
 
 
 PURE = ("known", "pytorch", "moved", "laundered")  # values no candidate kernel computed
@@ -202,8 +213,13 @@ class CopyTrace:
             key = storage_key(dst)
             self.writer[key] = name
             sources = [s for s in tensors if s is not dst and before[storage_key(s)] in PURE]
-            if any(moved_from(dst, s) for s in sources):  # an input's copy too: PyTorch's work on it is laundered
+            moved = [s for s in sources if moved_from(dst, s)]
+            if moved:  # an input's copy too: PyTorch's work on it is laundered
                 self.origin[key], self.mover[key] = "moved", name
+                if any(before[storage_key(s)] == "known" for s in moved):  # an input in another dtype: a cast
+                    self.known_values.add(tensor_digest(dst))               # task's output is that (its work)
+            elif _trivial(dst) and _partial(dst) and before[key] in ("moved", "laundered"):
+                pass  # a constant written beside a copy in one buffer hides nothing of the copy (round ten)
             else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
                 self.origin[key] = "pytorch" if _trivial(dst) else "kernel"
                 self.mover.pop(key, None)
@@ -223,8 +239,13 @@ class CopyTrace:
         moves_inputs = bool(inputs) and set(origins) == {"known"} and _moves_values(op, inputs, result)
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
-        for t in [*written_by(op, args, kwargs), *made]:
+        written = written_by(op, args, kwargs)
+        for t in [*written, *made]:
             key = storage_key(t)
+            if origin != "derived" and self._origin(t) in ("moved", "laundered") and _partial(t) and \
+                    any(t is w for w in written):  # PyTorch's values written beside a copy in one buffer: still a
+                self._remember(t)                  # copy there (red team, round ten: `buf[n:].copy_(x)` erased it)
+                continue
             self.origin[key] = "known" if moves_inputs else origin
             self.writer.pop(key, None)
             if movers and origin == "laundered":

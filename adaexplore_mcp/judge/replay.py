@@ -34,7 +34,7 @@ import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .copy_trace import CopyTrace, launch_tensors, storage_key
-from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels
+from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
 from .wire import span_bytes
 
@@ -122,6 +122,8 @@ class Run:
                 return _torch_attr(d["dtype"], torch.dtype)
             if "device" in d:
                 return torch.device("cpu" if d["device"] == "cpu" else self.device)
+            if "tl_dtype" in d:
+                return triton_dtype(d["tl_dtype"])
             if "enum" in d:
                 return _torch_attr(d["enum"], (torch.memory_format, torch.layout))
             if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor

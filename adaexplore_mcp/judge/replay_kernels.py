@@ -238,6 +238,16 @@ def _scalar(v: Any) -> Any:
     return decode_float(v) if isinstance(v, dict) and "float" in v else v
 
 
+def triton_dtype(name: Any) -> Any:
+    """A Triton dtype passed to a launch (`COMPUTE=tl.float32`, work_trace.py), rebuilt by its name ("fp32")."""
+    import triton.language as tl
+
+    try:
+        return tl.dtype(str(name))
+    except (AssertionError, ValueError, TypeError, KeyError):
+        raise ReplayError(f"bad Triton dtype in the program: {str(name)[:20]}") from None
+
+
 def _torch_attr(name: Any, kind: type | tuple[type, ...]) -> Any:
     """`torch.<name>` when it is a `kind` (a dtype, a memory format, a layout); else the program is bad."""
     value = getattr(torch, str(name), None)

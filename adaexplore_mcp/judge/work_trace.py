@@ -125,6 +125,8 @@ class WorkTrace(TorchDispatchMode):
             return {"device": v.type}
         if isinstance(v, (torch.memory_format, torch.layout)):
             return {"enum": str(v).removeprefix("torch.")}
+        if type(v).__name__ == "dtype" and type(v).__module__.startswith("triton.language"):  # tl.float32 as a
+            return {"tl_dtype": str(v.name)}                                                     # constexpr argument
         if type(v).__name__ == "constexpr" and hasattr(v, "value"):  # tl.constexpr passed at launch
             return self.arg(v.value)
         if hasattr(v, "item") and type(v).__module__ == "numpy":
