@@ -51,6 +51,7 @@ def filter_variants() -> dict[str, list]:
             "socketpair": seccomp.program(arch, none, other_abi, refused[:1]),
             "io_uring": seccomp.program(arch, none, other_abi, refused[1:4]),
             "keyrings": seccomp.program(arch, none, other_abi, refused[4:7]),
+            "setsid, inotify, fanotify": seccomp.program(arch, none, other_abi, refused[7:]),
             "prctl PDEATHSIG": seccomp.program(arch, none, other_abi, (), nr_prctl),
             "loop ioctls": seccomp.program(arch, none, other_abi, (), None, seccomp._NR_IOCTL[platform.machine()]),
             "file leases": seccomp.program(arch, none, other_abi, (), None, None, seccomp._NR_FCNTL[platform.machine()]),

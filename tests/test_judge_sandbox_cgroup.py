@@ -52,7 +52,7 @@ def test_cgroup_v2_serves_the_controllers_its_group_offers() -> None:
     offered = {"/sys/fs/cgroup/user.slice/app": ["cpu", "memory", "pids"]}
     found = parse_hierarchies("0::/user.slice/app\n", mountinfo(("/", "/sys/fs/cgroup", "cgroup2", "rw")),
                               lambda d: offered.get(d, []))
-    assert found == (Hierarchy(2, ("pids", "memory"), "/sys/fs/cgroup/user.slice/app"),)
+    assert found == (Hierarchy(2, ("pids", "memory", "cpu"), "/sys/fs/cgroup/user.slice/app"),)
 
 
 def test_a_hybrid_host_takes_each_controller_once_v1_first() -> None:
@@ -61,6 +61,10 @@ def test_a_hybrid_host_takes_each_controller_once_v1_first() -> None:
         mountinfo(("/", "/sys/fs/cgroup/pids", "cgroup", "rw,pids"), ("/", "/sys/fs/cgroup/unified", "cgroup2", "rw")),
         lambda _: ["pids", "memory"])
     assert found == (Hierarchy(1, ("pids",), "/sys/fs/cgroup/pids"), Hierarchy(2, ("memory",), "/sys/fs/cgroup/unified"))
+    # v1's cpu,cpuacct hierarchy serves cpu
+    both = parse_hierarchies("3:cpu,cpuacct:/a\n", mountinfo(("/", "/sys/fs/cgroup/cpu,cpuacct", "cgroup", "rw,cpu,cpuacct")),
+                             lambda _: [])
+    assert both == (Hierarchy(1, ("cpu",), "/sys/fs/cgroup/cpu,cpuacct/a"),)
 
 
 def test_a_container_mount_root_is_taken_off_the_path_and_a_group_outside_it_is_not_used() -> None:
@@ -191,3 +195,55 @@ def test_the_sweep_removes_old_empty_groups_and_nothing_alive() -> None:
         assert all(os.path.isdir(p) for p in live)  # it holds processes
     finally:
         sandbox_cgroup._rmdir(fresh)
+
+
+def test_a_runner_is_one_scheduling_entity_however_many_processes_it_starts() -> None:
+    """Red team, round ten: 200 busy children, each in a session of its own (a scheduling group under the kernel's
+    autogroup), took an honest evaluation in another worker past its timeout. The runner's cpu group holds them
+    all, and a new session is refused (seccomp)."""
+    def body(sock: socket.socket) -> dict[str, Any]:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        groups = {line.split(":")[1]: line.split(":")[2] for line in Path("/proc/self/cgroup").read_text().split()}
+        cpu = next((path for ctrls, path in groups.items() if "cpu" in ctrls.split(",")), "")
+        return {"cpu_group": os.path.basename(cpu), "setsid": errno_name(os.setsid)}
+
+    runner = Runner(SandboxPolicy(max_processes=64), body)
+    runner.require("cgroup-cpu", "seccomp-unix")
+    got = runner.read()
+    assert got == {"cpu_group": f"runner-{runner.pid}", "setsid": "EACCES"}, got
+
+
+def test_ending_a_runner_kills_what_is_left_of_it_and_removes_its_groups() -> None:
+    """Red team, round ten: killed by its relay, a runner's many processes took seconds to go on a loaded host;
+    the verdict came back while they ran, and their group was never removed. Without a pid namespace (nothing
+    else kills them here), the children outlive the runner, in its group: ending the group ends them."""
+    def body(sock: socket.socket) -> dict[str, Any]:
+        for _ in range(8):
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
+                time.sleep(60)
+                os._exit(0)
+        return {"started": 8}
+
+    runner = Runner(SandboxPolicy(max_processes=64, pid_namespace=False), body)
+    runner.require("cgroup-pids")
+    assert runner.read() == {"started": 8}
+    dirs = [p for h, p in sandbox_cgroup.group_dirs(runner.pid) if "pids" in h.controllers]
+    os.kill(runner.pid, signal.SIGKILL)
+    os.waitpid(runner.pid, 0)
+    Runner.live.remove(runner.pid)
+    left = sandbox_cgroup._procs(dirs[0])
+    assert len(left) == 8, left  # the children, orphaned, still in the group
+    assert sandbox_cgroup.end(runner.pid)
+    assert not any(os.path.isdir(p) for p in dirs)
+    assert not [p for p in left if os.path.exists(f"/proc/{p}") and "Z" not in _state(p)], "a child survived"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"

@@ -95,6 +95,7 @@ class SandboxPolicy:
     deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX), socketpair, io_uring, keyrings fail; seccomp.py
     max_processes: int | None = 1024  # the group's pids.max; RLIMIT_NPROC above the user's count (not for root)
     max_memory_bytes: int | None = None  # the group's memory limit (host memory; binds with CUDA, unlike AS)
+    cpu_group: bool = True  # one scheduling entity, however many processes it starts (sandbox_cgroup.py)
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,9 @@ def _oom_first() -> None:
 
 def _join_cgroups(policy: SandboxPolicy, log: Log) -> None:
     """Before the pid namespace's fork, so that every process of the sandbox is in the runner's group."""
-    if policy.max_processes is None and policy.max_memory_bytes is None:
+    if policy.max_processes is None and policy.max_memory_bytes is None and not policy.cpu_group:
         return
-    for name, why in sandbox_cgroup.join(policy.max_processes, policy.max_memory_bytes):
+    for name, why in sandbox_cgroup.join(policy.max_processes, policy.max_memory_bytes, policy.cpu_group):
         if why is None:
             log.ok(name)
         else:

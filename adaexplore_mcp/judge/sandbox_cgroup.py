@@ -3,7 +3,10 @@
 Why: RLIMIT_NPROC does not bind root, which the judge runs as on GPU hosts, and RLIMIT_AS cannot be set with
 CUDA (the driver reserves huge virtual ranges), so a candidate there could take every pid of the host (and
 every other evaluation's fork failed) or all of its memory (red team, round nine). The kernel's pids and
-memory controllers count every task and every page of the runner's sandbox, whatever its uid.
+memory controllers count every task and every page of the runner's sandbox, whatever its uid. The cpu
+controller, with no limit, makes the runner one scheduling entity: the CPU it gets beside another worker's
+runner does not grow with the processes it starts (red team, round ten: 200 busy children took an honest
+evaluation past its timeout).
 
 Layout: `<the zygote's own cgroup>/adaexplore-runners/runner-<pid>` in each hierarchy holding a controller
 (cgroup v1: one per controller; v2: the unified one, where its parent delegates the controller). The runner
@@ -22,11 +25,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-CONTROLLERS = ("pids", "memory")
+CONTROLLERS = ("pids", "memory", "cpu")
+EMPTY_WAIT_S = 3.0  # how long the zygote waits for a dead runner's processes to go before it reports the runner gone
 GROUP = "adaexplore-runners"
 STALE_S = 30.0  # a group this old and empty is a dead runner's (a live one joins within milliseconds)
 
@@ -108,10 +113,10 @@ def group_dirs(pid: int) -> list[tuple[Hierarchy, str]]:
     return [(h, os.path.join(h.own, GROUP, f"runner-{pid}")) for h in hierarchies()]
 
 
-def join(max_processes: int | None, max_memory_bytes: int | None) -> list[tuple[str, str | None]]:
+def join(max_processes: int | None, max_memory_bytes: int | None, cpu: bool = True) -> list[tuple[str, str | None]]:
     """Make this process's group (its pid: the zygote knows it) in every hierarchy, set the limits, move in.
     Returns (mechanism, None) for each limit applied and (mechanism, why) for each that could not be."""
-    wanted = {"pids": max_processes, "memory": max_memory_bytes}
+    wanted = {"pids": max_processes, "memory": max_memory_bytes, "cpu": 0 if cpu else None}
     results: list[tuple[str, str | None]] = []
     placed: set[str] = set()
     for h, path in group_dirs(os.getpid()):
@@ -147,7 +152,10 @@ def _make(h: Hierarchy, path: str, ctrls: list[str]) -> None:
     else:
         with contextlib.suppress(FileExistsError):
             os.mkdir(parent)
-    with contextlib.suppress(FileExistsError):  # a pid's earlier runner, left behind: reused
+    try:
+        os.mkdir(path)
+    except FileExistsError:  # an earlier runner's of this pid: a fresh one, never its counters or processes
+        os.rmdir(path)
         os.mkdir(path)
 
 
@@ -160,6 +168,8 @@ def _enable(group: str, ctrls: list[str]) -> None:
 
 
 def _limit(h: Hierarchy, path: str, ctrl: str, value: int) -> None:
+    if ctrl == "cpu":
+        return  # the default weight: one share, like every other runner's
     if ctrl == "pids":
         _write(os.path.join(path, "pids.max"), str(value))
     elif h.version == 2:
@@ -199,6 +209,33 @@ def _counters(path: str) -> dict[str, int]:
             return {k: int(v) for k, v in (ln.split()[:2] for ln in f if len(ln.split()) >= 2) if v.isdigit()}
     except (OSError, ValueError):
         return {}
+
+
+def end(pid: int, wait_s: float = EMPTY_WAIT_S) -> bool:
+    """Kill whatever of runner `pid` is still alive, by its groups (the last processes of a pid namespace may
+    take seconds to go after its relay is reaped, on a loaded host), wait for them, remove the groups. True
+    when none is left; one that stays is removed by `remove` or `sweep` later."""
+    dirs = [path for _, path in group_dirs(pid) if os.path.isdir(path)]
+    deadline = time.monotonic() + wait_s
+    while dirs:
+        alive = [p for d in dirs for p in _procs(d)]
+        if not alive:
+            break
+        for p in alive:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return remove(pid)
+
+
+def _procs(group: str) -> list[int]:
+    try:
+        with open(os.path.join(group, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def remove(pid: int, wait_s: float = 0.2) -> bool:

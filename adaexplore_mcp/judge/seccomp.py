@@ -13,7 +13,11 @@ before the filter, and nothing after may disarm it. So are the loop devices' ioc
 be made a root runner sees the host's, and a loop device it attaches is shared with every later runner and
 outlives the judge. And file leases (`fcntl(F_SETLEASE)`), which let a root runner hold others' open() of the
 files it owns, and space reserved past a file's end (`fallocate` with KEEP_SIZE), which the file size limit
-does not see. The filter
+does not see. And `setsid()` (the sandbox's own comes before the filter): on a host with the kernel's
+autogroup, every new session is a scheduling group of its own, and a candidate whose 200 children each made one
+took the CPU from the other workers' evaluations until an honest one timed out (red team, round ten); and
+`inotify_init`, `inotify_init1`, `fanotify_init`, whose instances count per user, host-wide: a root runner held
+all 128 of root's (round ten). The filter
 also refuses every system call made through another ABI (32-bit x86, x32), the classic way around a filter that
 checks call numbers of one ABI only.
 
@@ -37,9 +41,10 @@ _NR_IOCTL = {"x86_64": 16, "aarch64": 29}
 _NR_FCNTL, F_SETLEASE = {"x86_64": 72, "aarch64": 25}, 1024
 _NR_FALLOCATE, FALLOC_FL_KEEP_SIZE = {"x86_64": 285, "aarch64": 47}, 1
 # machine -> (AUDIT_ARCH_*, __NR_socket, first call number of another ABI on the same arch, calls refused:
-# socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl, __NR_prctl)
-_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250), 157),
-           "aarch64": (0xC00000B7, 198, 0xFFFFFFFF, (199, 425, 426, 427, 217, 218, 219), 167)}
+# socketpair, io_uring_setup, io_uring_enter, io_uring_register, add_key, request_key, keyctl, then setsid,
+# inotify_init1, fanotify_init (and x86_64's inotify_init), __NR_prctl)
+_ARCHES = {"x86_64": (0xC000003E, 41, 0x40000000, (53, 425, 426, 427, 248, 249, 250, 112, 294, 300, 253), 157),
+           "aarch64": (0xC00000B7, 198, 0xFFFFFFFF, (199, 425, 426, 427, 217, 218, 219, 157, 26, 262), 167)}
 
 
 class _Instr(ctypes.Structure):

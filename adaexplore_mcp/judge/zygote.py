@@ -101,8 +101,10 @@ def serve(ctrl: socket.socket) -> None:
     reader = ctrl.makefile("rb")
     while True:
         line = reader.readline()
-        if not line:  # the referee is gone: its runners die with this process (PDEATHSIG); their files go now
-            for pid in list(children):
+        if not line:  # the referee is gone: its runners die now, by their groups where they have them (else with
+            for pid in list(children):  # this process, PDEATHSIG), and their files and groups go
+                if children[pid] is None:
+                    sandbox_cgroup.end(pid, wait_s=1.0)
                 _forget(pid, children)
             return
         req = json.loads(line)
@@ -132,6 +134,7 @@ def serve(ctrl: socket.socket) -> None:
             status, limits = _reap(pid, children, float(req.get("wait_s", REAP_WAIT_S))) or (None, [])
             ctrl.sendall(json.dumps({"pid": pid, "status": status, "limits_hit": limits}).encode() + b"\n")
         _reap_all(children)
+        _remove_leftover_groups()
 
 
 def _fork_with_retry(tries: int = 5) -> tuple[socket.socket, socket.socket, int]:
@@ -156,12 +159,23 @@ def _runner_tmp(pid: int) -> Path:
     return Path(tempfile.gettempdir()) / f"adaexplore-runner-{pid}"
 
 
+_leftover_groups: set[int] = set()  # runners whose groups could not be removed yet: tried again after each request
+
+
 def _ended(pid: int, status: int) -> Ended:
-    """A reaped runner: what its group saw, then its group and scratch directory go."""
+    """A reaped runner: what its group saw, then whatever of it is still alive is killed (the verdict is not
+    given while a candidate's processes still run: red team, round ten) and its group and scratch directory go."""
     limits = sandbox_cgroup.limits_hit(pid)
-    sandbox_cgroup.remove(pid)  # one that stays busy is swept later
+    if not sandbox_cgroup.end(pid):
+        _leftover_groups.add(pid)
     shutil.rmtree(_runner_tmp(pid), ignore_errors=True)
     return status, limits
+
+
+def _remove_leftover_groups() -> None:
+    for pid in list(_leftover_groups):
+        if sandbox_cgroup.remove(pid, wait_s=0.0):
+            _leftover_groups.discard(pid)
 
 
 def _forget(pid: int, children: dict[int, Ended | None]) -> Ended | None:

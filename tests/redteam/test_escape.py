@@ -302,9 +302,11 @@ def test_a_unix_socket_on_the_hosts_filesystem_cannot_be_reached(judge: Judge, r
 # -- processes left behind -------------------------------------------------------------------------------------
 
 STARTERS = {
-    "popen": "subprocess.Popen(['sleep', '{marker}'], start_new_session=True)",
-    "double_fork_setsid": ("(os.fork() == 0) and (os.setsid(), os.fork() == 0 and os.execvp('sleep', "
-                           "['sleep', '{marker}']), os._exit(0))"),
+    # a process group of its own (a new session is refused by the filter since round ten: under the kernel's
+    # autogroup, each one was a scheduling group that took the CPU from other evaluations)
+    "popen": "subprocess.Popen(['sleep', '{marker}'], process_group=0)",
+    "double_fork_own_group": ("(os.fork() == 0) and (os.setpgid(0, 0), os.fork() == 0 and os.execvp('sleep', "
+                              "['sleep', '{marker}']), os._exit(0))"),
     "fork_ignoring_signals": ("(os.fork() == 0) and (signal.signal(signal.SIGHUP, signal.SIG_IGN), "
                               "signal.signal(signal.SIGTERM, signal.SIG_IGN), "
                               "os.execvp('sleep', ['sleep', '{marker}']))"),
@@ -355,7 +357,7 @@ def test_control_without_the_sandbox_a_started_process_survives() -> None:
     root = scratch_root()
     try:
         with Judge(dataclasses.replace(redteam_settings(root), sandbox="off")) as unsandboxed:
-            marker, source = _starter("double_fork_setsid")  # a grandchild: killing the runner's children misses it
+            marker, source = _starter("double_fork_own_group")  # a grandchild: killing the runner's children misses it
             ev = evaluate(unsandboxed, source)
             survivors = _survivors(marker)
         assert ev.verdict == Verdict.passed and survivors, summary(ev)
