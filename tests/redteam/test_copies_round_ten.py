@@ -24,7 +24,7 @@ import pytest
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import canary, evaluate, summary
-from tests.redteam.test_hidden_copies import COPY_KERNEL, copier
+from tests.redteam.test_hidden_copies import copier
 from tests.test_judge_cases import HEADER, task
 
 BESIDE = ("        n = x.numel()\n        y = x * 2 + 1\n        buf = torch.empty(2 * n, dtype=x.dtype)\n"
