@@ -210,6 +210,10 @@ def mutated_input(originals: list[Any], after: list[Any]) -> int | None:
     return None
 
 
+ALIASED = ("an output shares storage with an input; write results to a new tensor (where the task returns an input "
+           "as it is, return `x.clone()`: a caller that changes one must not change the other)")
+
+
 def aliased_output(out: Any, inputs: list[Any]) -> tuple[int, int] | None:
     """(output index, input index) when an output shares storage with an input."""
     ptrs = {}
@@ -223,6 +227,35 @@ def aliased_output(out: Any, inputs: list[Any]) -> tuple[int, int] | None:
             if j is not None:
                 return i, j
     return None
+
+
+REUSED = ("calls {0} and {1} of one request returned their outputs in the same memory (a buffer kept on the module "
+          "and written again by every call?): each call must return new tensors, since the judge keeps several calls' "
+          "results to compare them, as any caller may")
+
+
+UNSENDABLE = "an output cannot be sent to the judge as a plain dense tensor (nested, sparse?)"
+
+
+class Unsendable(Exception):
+    """An output the runner will not send, with the reason (its message)."""
+
+
+def refuse_shared(results: list[Any]) -> None:
+    """Unsendable when two calls' outputs share storage: the later call overwrote the earlier's result (fidelity,
+    round ten: it was judged a mismatch with no word of why)."""
+    seen: dict[int, int] = {}
+    for k, result in enumerate(results):
+        mine = {o.untyped_storage().data_ptr() for o in as_tensors(result) if isinstance(o, torch.Tensor) and o.numel()}
+        for ptr in mine:
+            if ptr in seen:
+                raise Unsendable(REUSED.format(seen[ptr], k))
+        seen.update((ptr, k) for ptr in mine)
+
+
+def unsendable_reason(exc: BaseException) -> str:
+    """What the verdict says of outputs a runner would not or could not send."""
+    return (str(exc) if isinstance(exc, Unsendable) else f"{UNSENDABLE}: {type(exc).__name__}: {exc}")[:400]
 
 
 # Tolerance by the reference output's dtype: float32 keeps the configured 1e-2; half precision rounds

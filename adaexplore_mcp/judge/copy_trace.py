@@ -154,7 +154,8 @@ def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
         not src.is_complex() and torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
 
 
-PURE = ("known", "pytorch", "moved", "laundered")  # values no candidate kernel computed
+PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
+CANCELLED = "(cancelled by PyTorch)"  # pytorch_copies' name for an output whose kernel values PyTorch cancelled
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Operators whose tensor arguments give only a shape, a dtype or a device (`zeros_like(k)` reads nothing of k)
 _SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
@@ -207,7 +208,8 @@ class CopyTrace:
                                               else before[storage_key(t)] != "known")]
         changed_keys = {storage_key(t) for t in changed}
         for t in tensors:  # a PyTorch result handed to a kernel, left as it was (the launch has run by now)
-            if before[storage_key(t)] in ("pytorch", "moved", "laundered") and storage_key(t) not in changed_keys:
+            if before[storage_key(t)] in ("pytorch", "moved", "laundered", "cancelled") and \
+                    storage_key(t) not in changed_keys:
                 self._remember(t, conversions=True)
         for dst in changed:  # written (or, when writes are unknown, anything but an input or parameter)
             key = storage_key(dst)
@@ -236,6 +238,7 @@ class CopyTrace:
         movers = [self.mover[storage_key(t)] for t, o in zip(inputs, origins) if o in ("moved", "laundered")]
         origin = "pytorch" if all(o in PURE for o in origins) else "derived"
         origin = "laundered" if origin == "pytorch" and movers else origin
+        origin = "cancelled" if origin == "pytorch" and "cancelled" in origins else origin
         moves_inputs = bool(inputs) and set(origins) == {"known"} and _moves_values(op, inputs, result)
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
@@ -246,7 +249,10 @@ class CopyTrace:
                     any(t is w for w in written):  # PyTorch's values written beside a copy in one buffer: still a
                 self._remember(t)                  # copy there (red team, round ten: `buf[n:].copy_(x)` erased it)
                 continue
-            self.origin[key] = "known" if moves_inputs else origin
+            # a kernel's values that PyTorch turned into one constant (`p - w * 2` where p is the kernel's
+            # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
+            cancels = origin == "derived" and t.numel() > 1 and _trivial(t)
+            self.origin[key] = "known" if moves_inputs else "cancelled" if cancels else origin
             self.writer.pop(key, None)
             if movers and origin == "laundered":
                 self.mover[key] = movers[0]
@@ -273,6 +279,8 @@ class CopyTrace:
                 continue  # an input moved into the output: an identity task's work
             if origin in ("moved", "laundered"):
                 found[i] = self.mover.get(key, "?")
+            elif origin == "cancelled":
+                found[i] = CANCELLED
             elif value in self.pytorch_values or self._tiled(out):  # a kernel's (or PyTorch's from one) equal to
                 found[i] = self.writer.get(key, "")                  # PyTorch's own values: the kernels added nothing
         return found
@@ -324,4 +332,4 @@ def _trivial(t: torch.Tensor) -> bool:
     return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
-__all__ = ["CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]
+__all__ = ["CANCELLED", "CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]

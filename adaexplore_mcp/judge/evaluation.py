@@ -29,7 +29,7 @@ from ..errors import printable, safe_str
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
-from .compare import as_tensors, compare, mutated_input, nbytes, tolerance_for
+from .compare import ALIASED, as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
 from .referee_replay import PendingReplay, finish_replay, start_replay
@@ -369,9 +369,8 @@ class Evaluation:
                        "call; the work must be done by the candidate's own @triton.jit kernels")
             return None
         if reply.get("aliased") or reply.get("unsendable"):  # before the inputs: an unsendable answer has none
-            out.reject(*(("output_aliases_input", "an output shares storage with an input; write results to a new tensor")
-                         if reply.get("aliased") else ("bad_output", "an output cannot be sent to the judge as a plain "
-                                                       f"dense tensor (nested, sparse?): {str(reply['unsendable'])[:300]}")))
+            out.reject(*(("output_aliases_input", ALIASED) if reply.get("aliased") else
+                         ("bad_output", str(reply["unsendable"])[:400])))
             return None
         try:
             got = wire.decode_value(reply.get("outputs"), bufs, opened=opened)

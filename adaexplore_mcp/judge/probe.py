@@ -38,6 +38,10 @@ NONDETERMINISTIC = ("the reference is not deterministic: two runs on identical i
 SAMPLE = 1 << 22  # elements of each output the degeneracy checks look at (a 6 GiB output is sampled)
 
 
+def _host_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, complex))
+
+
 def _numeric(t: torch.Tensor) -> torch.Tensor:
     """`t` flattened as real numbers: a complex tensor as its real and imaginary parts (`.double()` alone would
     drop the imaginary part, and with it any difference there)."""
@@ -174,7 +178,13 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
         with _answered("input"):
             inputs = list(wire.decode_value(s["inputs"], bufs, opened=opened))
         with _answered("output"):
-            sets.append((inputs, as_tensors(wire.decode_value(s["output"], bufs, opened=opened))))
+            raw = wire.decode_value(s["output"], bufs, opened=opened)
+            sets.append((inputs, as_tensors(raw)))
+    numbers = [type(o).__name__ for o in (raw if isinstance(raw, (list, tuple)) else [raw]) if _host_number(o)]
+    if numbers:  # its record would hold the number itself: no candidate's call could be replayed (round ten)
+        raise ReferenceFailure(f"the reference's forward returns a Python {numbers[0]}: return a tensor instead (a "
+                               "0-d one: `(x * x).sum()` rather than `float((x * x).sum())`), so that a kernel's "
+                               "result can be compared and its work checked")
     runs = [o for _, o in sets]
     if not all(isinstance(o, torch.Tensor) for o in runs[0]):
         raise ReferenceFailure("the reference's forward must return a tensor or a tuple/list of tensors, "

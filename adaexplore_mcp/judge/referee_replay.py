@@ -27,6 +27,7 @@ import torch
 
 from . import precision, wire
 from .compare import as_tensors, compare, nbytes
+from .copy_trace import CANCELLED
 from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
@@ -159,8 +160,10 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         return _unreplayable(ev, "the replay's process answered for runs it was not asked for")
     if pending.other_out is not None and not substituted:  # lent a second set, the weaker check is no answer
         return _unreplayable(ev, "the replay's process did not run the substitution check it was asked for")
+    permuted = rep.get("permuted") if isinstance(rep.get("permuted"), int) else 0
     out.fields["work"] = {**(out.fields.get("work") or {}),
-                          "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped"}}
+                          "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped",
+                                     **({"permuted_launches": permuted} if permuted else {})}}
     mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)
     if mismatch is None and other is not None:
         mismatch = compare(pending.other_out, other, 0, atol, rtol, ev.limits.max_rel_norm)
@@ -177,6 +180,13 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     count = len(refs)
     live = [i for i in range(count) if i not in _degenerate_outputs(ev.req["task"], count)]
     copies = [c for c in rep.get("copies") or [] if isinstance(c, list) and len(c) == 2 and c[0] in live]
+    if copies and copies[0][1] == CANCELLED:
+        which = f"output {copies[0][0]}" if count > 1 else "the output"
+        out.reject("work_not_in_candidate_kernels", f"PyTorch operators cancelled what the candidate's kernels "
+                   f"computed (a kernel's result minus the same values computed in PyTorch, or multiplied by zero) "
+                   f"before {which}, which is then PyTorch's own work: the candidate's own kernels must compute "
+                   "the result")
+        return False
     if copies:
         which = f"output {copies[0][0]}" if count > 1 else "the output"
         who = f"the candidate's kernel {str(copies[0][1])[:80]!r}" if copies[0][1] else "the candidate's kernels"
@@ -189,6 +199,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         refs, got = [refs[i] for i in live], [got[i] for i in live] if len(got) == count else None
     if got is not None and compare(refs, got, 0, atol, rtol, ev.limits.max_rel_norm) is None:
         how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"
+               + (" (what they wrote alike for both, put in another order)" if permuted else "")
                if substituted else "with the candidate's own Triton kernels skipped")
         if not live:
             out.warnings.append(f"the output matched even {how} (this task is degenerate, so that proves little)")

@@ -33,9 +33,11 @@ from typing import Any, NamedTuple
 import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
+from .compare import as_tensors
 from .copy_trace import CopyTrace, launch_tensors, storage_key
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
+from .tensor_digest import tensor_digest
 from .wire import span_bytes
 
 NAMESPACES = ("aten", "prims")
@@ -90,11 +92,18 @@ class Run:
       every argument's storage but the inputs'), and telling the copy trace which storages were written;
     - `substitute`: no launch runs; each one's writes are replaced by those a capture run made on other
       inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
-    - `skip`: no launch runs and nothing is written in their place."""
+    - `skip`: no launch runs and nothing is written in their place;
+    - `permute`: as recorded, but the writes of every launch that wrote the same as in the capture run (work on
+      the parameters alone, which the other inputs do not change: a weight standardized, dequantized) are put
+      back in another order, so that they differ as the substitution needs them to."""
 
     def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
-                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
+                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None,
+                 same_as: dict[tuple[int, int], tuple] | None = None) -> None:
         self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
+        self.write_digests: dict[tuple[int, int], tuple] = {}  # capture: (launch, argument) -> its writes' digest
+        self.same_as = same_as or {}  # permute: the capture's digests; writes equal to them are permuted
+        self.permuted = 0
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
         self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
@@ -214,7 +223,8 @@ class Run:
 
     def _launch(self, step: dict, i: int) -> None:
         _, kernel, args, kwargs = self._launch_parts(step)
-        watched = self._watched(args, kwargs) if self.mode == "capture" and not self.overflow else None
+        watching = (self.mode == "capture" and not self.overflow) or self.mode == "permute"
+        watched = self._watched(args, kwargs) if watching else None
         before = [_storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
         written = None
@@ -223,9 +233,14 @@ class Run:
             for (pos, t), old in zip(watched, before):
                 now = _storage_bytes(t)
                 changed = old != now
-                if bool(changed.any()):
-                    written.add(storage_key(t))
+                if not bool(changed.any()):
+                    continue
+                written.add(storage_key(t))
+                if self.mode == "capture":
+                    self.write_digests[(i, pos)] = _write_digest(now, changed)
                     self._keep(i, pos, now, changed)
+                elif self.same_as.get((i, pos)) == _write_digest(now, changed):
+                    self.permuted += _permute(t, now, changed)
             del before
         if self.copies is not None:
             self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
@@ -277,6 +292,37 @@ class Run:
             else:
                 part = target[kept.at]
                 part.copy_(torch.where(kept.changed, kept.data, part))
+
+
+def _write_digest(now: torch.Tensor, changed: torch.Tensor) -> tuple:
+    """What a launch wrote into one storage, by digest: which bytes changed, and to what."""
+    return tensor_digest(changed.to(torch.uint8)), tensor_digest(torch.where(changed, now, 0))
+
+
+def _permute(t: torch.Tensor, now: torch.Tensor, changed: torch.Tensor) -> int:
+    """Put the elements a launch wrote into `t`'s storage back in another order (a fixed permutation); 1 when
+    it did, 0 when there was nothing to reorder (one element, or one value everywhere: a constant stays one)."""
+    size = t.element_size()
+    n = now.numel() // size
+    if n < 2 or n * size != now.numel():
+        return 0
+    rows = now.view(n, size)
+    where = changed.view(n, size).any(dim=1).nonzero().flatten()
+    values = rows[where]
+    if where.numel() < 2 or not bool((values != values[0]).any()):
+        return 0
+    order = torch.randperm(where.numel(), generator=torch.Generator().manual_seed(REPLAY_SEED)).to(values.device)
+    rows[where] = values[order]
+    return 1
+
+
+def _bit_equal(a: Any, b: Any) -> bool:
+    """Whether two outputs are the same, bit for bit (the substitution changed nothing)."""
+    xs, ys = as_tensors(a), as_tensors(b)
+    return len(xs) == len(ys) and all(
+        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dtype == y.dtype and x.shape == y.shape
+        and torch.equal(x.contiguous().reshape(-1).view(torch.uint8), y.contiguous().reshape(-1).view(torch.uint8))
+        for x, y in zip(xs, ys))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -343,6 +389,12 @@ class ReplayOps:
             full = Run(program, kernels, self.device, "full",
                        copies=None if substituted else CopyTrace([*inputs, *known]))
             got = full.execute(list(inputs), known)
+            permuted = 0
+            if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing: those
+                again = Run(program, kernels, self.device, "permute", same_as=capture.write_digests)  # alike put
+                out_again = again.execute(list(inputs), fresh())                                   # in another order
+                if again.permuted:
+                    checked, permuted = out_again, again.permuted
             if self.device == "cuda":
                 torch.cuda.synchronize()
         except ReplayError as exc:
@@ -357,6 +409,7 @@ class ReplayOps:
         assert traced.copies is not None  # both runs above were given one
         return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if capture is not None else None,
                 "check": "substituted" if substituted else "skipped", "host_differs": full.host_differs,
+                "permuted": permuted,
                 "copies": sorted(traced.copies.pytorch_copies(traced_out).items())}
 
 

@@ -25,7 +25,7 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import launches, precision, seeding, wire
 from ..errors import safe_str
-from .compare import aliased_output, cloned, nbytes, tensor_specs
+from .compare import aliased_output, cloned, nbytes, refuse_shared, tensor_specs, unsendable_reason
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
@@ -277,9 +277,10 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         packs: list[Any] = []
         self.kept["out"] = (kept, packs)
         try:
+            refuse_shared(kept)
             encoded = wire.encode_value(kept, out, packs)["list"]
         except Exception as exc:  # noqa: BLE001 - e.g. an output that is a view of a lent input
-            return {"results": [{**results[0], "outputs": None, "unsendable": f"{type(exc).__name__}: {exc}"[:300]}]}
+            return {"results": [{**results[0], "outputs": None, "unsendable": unsendable_reason(exc)}]}
         for reply, enc in zip(results, encoded):
             reply["outputs"] = enc
         if self.device == "cpu" and req.get("check_inputs"):  # no shared memory: the referee compares them itself

@@ -12,7 +12,9 @@ Each attack computes the task in PyTorch and has a kernel of its own only move t
 Honest: a kernel that converts an input to another dtype (the task `x.to(torch.float32)`, or a clamp that the
 data never reaches) was rejected as "only copied values PyTorch computed": an input in another dtype is the
 task's own output. A Triton dtype passed to a launch as a constexpr (`OUT=tl.float16`, the `_TL_DTYPE[x.dtype]`
-idiom) made the call "not replayable".
+idiom) made the call "not replayable". A kernel that works on the parameters alone (a weight standardized before
+PyTorch's matmul) wrote the same for the substitution's other inputs, so substituting its writes changed
+nothing and it was rejected as doing no work: writes alike for both sets are now put back in another order.
 
 Expected: the attacks rejected (`work_not_in_candidate_kernels`), the honest ones passed; a canary after each.
 """
@@ -148,6 +150,76 @@ class ModelNew(nn.Module):
 '''
 
 
+WEIGHT_STANDARDIZED_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        w = self.weight
+        w = (w - w.mean(dim=1, keepdim=True)) / (w.std(dim=1, keepdim=True, unbiased=False) + 1e-5)
+        return x @ w.t()
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+WEIGHT_STANDARDIZED = HEADER + '''
+@triton.jit
+def standardize_rows(w_ptr, out_ptr, cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < cols
+    w = tl.load(w_ptr + row * cols + offs, mask=mask, other=0.0)
+    d = tl.where(mask, w - tl.sum(w, axis=0) / cols, 0.0)
+    tl.store(out_ptr + row * cols + offs, d / (tl.sqrt(tl.sum(d * d, axis=0) / cols) + eps), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        w = self.weight.contiguous()
+        ws = torch.empty_like(w)
+        standardize_rows[(w.shape[0],)](w, ws, w.shape[1], 1e-5, BLOCK=32)
+        return x @ ws.t()
+'''
+
+# The parameters' kernel writes a fixed pattern that PyTorch's own copy of it cancels: the work is PyTorch's
+PATTERN_CANCELLED = HEADER + '''
+@triton.jit
+def double_kernel(w_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(w_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        w = self.weight
+        ws = (w - w.mean(dim=1, keepdim=True)) / (w.std(dim=1, keepdim=True, unbiased=False) + 1e-5)
+        p = torch.empty_like(w)
+        double_kernel[(triton.cdiv(w.numel(), 128),)](w, p, w.numel(), BLOCK=128)
+        return x @ (ws + (p - w * 2.0)).t()
+'''
+
+
 def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
     ev = evaluate(judge, source, **kw)
     canary(judge)
@@ -181,3 +253,16 @@ def test_a_triton_dtype_passed_as_a_constexpr_is_replayed(judge: Judge) -> None:
     ev = judged(judge, DTYPE_CONSTEXPR, task=task(SIGMOID_TASK, name="sigmoid2"))
     assert ev.verdict == Verdict.passed and not ev.warnings, summary(ev)
     assert ev.work is not None and ev.work["replay"]["check"] == "substituted", ev.work
+
+
+def test_a_kernel_on_the_parameters_alone_passes(judge: Judge) -> None:
+    ev = judged(judge, WEIGHT_STANDARDIZED, task=task(WEIGHT_STANDARDIZED_TASK, name="weight_standardized"))
+    assert ev.verdict == Verdict.passed and not ev.warnings, summary(ev)
+    assert ev.work is not None and ev.work["replay"].get("permuted_launches") == 1, ev.work
+
+
+def test_a_parameters_kernel_whose_pattern_pytorch_cancels_is_rejected(judge: Judge) -> None:
+    """Put in another order, the kernel's writes change the output: the copy trace sees that PyTorch cancelled
+    them in the recorded call."""
+    ev = judged(judge, PATTERN_CANCELLED, task=task(WEIGHT_STANDARDIZED_TASK, name="weight_standardized"))
+    assert rejected_for_work(ev) and "cancelled" in ev.rejected.message, summary(ev)
