@@ -209,6 +209,9 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                    "reference: the work is done elsewhere (PyTorch operators next to a token kernel, or next to a "
                    "kernel that writes a constant?); the candidate's own kernels must compute the result")
         return False
+    if permuted:
+        out.warnings.append(f"the candidate's kernels wrote the same for two input sets ({permuted} launch(es) work on "
+                            "the parameters alone, checked by perturbing them): the work on the inputs is PyTorch's")
     return True
 
 

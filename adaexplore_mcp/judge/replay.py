@@ -93,7 +93,8 @@ class Run:
     - `substitute`: no launch runs; each one's writes are replaced by those a capture run made on other
       inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
     - `skip`: no launch runs and nothing is written in their place;
-    - `permute`: as recorded, but the writes of every launch that wrote the same as in the capture run (work on
+    - `probe`: as recorded, noting what each launch wrote (by digest), on the call's constants perturbed;
+    - `permute`: as recorded, but the writes of every launch in `same_as` that wrote the same as there (work on
       the parameters alone, which the other inputs do not change: a weight standardized, dequantized) are put
       back in another order, so that they differ as the substitution needs them to."""
 
@@ -223,7 +224,7 @@ class Run:
 
     def _launch(self, step: dict, i: int) -> None:
         _, kernel, args, kwargs = self._launch_parts(step)
-        watching = (self.mode == "capture" and not self.overflow) or self.mode == "permute"
+        watching = (self.mode == "capture" and not self.overflow) or self.mode in ("probe", "permute")
         watched = self._watched(args, kwargs) if watching else None
         before = [_storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
@@ -236,8 +237,9 @@ class Run:
                 if not bool(changed.any()):
                     continue
                 written.add(storage_key(t))
-                if self.mode == "capture":
+                if self.mode in ("capture", "probe"):
                     self.write_digests[(i, pos)] = _write_digest(now, changed)
+                if self.mode == "capture":
                     self._keep(i, pos, now, changed)
                 elif self.same_as.get((i, pos)) == _write_digest(now, changed):
                     self.permuted += _permute(t, now, changed)
@@ -316,6 +318,14 @@ def _permute(t: torch.Tensor, now: torch.Tensor, changed: torch.Tensor) -> int:
     return 1
 
 
+def _perturbed(c: torch.Tensor) -> torch.Tensor:
+    """A constant with other values of its scale (floats; integer and bool constants, indices, stay)."""
+    if not c.is_floating_point() or not c.numel():
+        return c
+    noise = torch.randn(c.shape, generator=torch.Generator().manual_seed(REPLAY_SEED), dtype=torch.float32)
+    return c + noise.to(device=c.device, dtype=c.dtype) * (c.float().abs().mean() + 1).to(c.dtype)
+
+
 def _bit_equal(a: Any, b: Any) -> bool:
     """Whether two outputs are the same, bit for bit (the substitution changed nothing)."""
     xs, ys = as_tensors(a), as_tensors(b)
@@ -356,6 +366,21 @@ class ReplayOps:
         self.kept["replay_program"] = program
         return {"ok": True}
 
+    def _permuted_check(self, program: dict, kernels: dict, inputs: list, fresh: Any, capture: Run,
+                        checked: Any) -> tuple[Any, int]:
+        """The substituted output again, with the writes of the launches that wrote the same for both input sets
+        but not for perturbed constants (work on the parameters: red team, round eleven, a pattern that reads
+        nothing got credit for its order) put back in another order; (output, launches permuted)."""
+        try:
+            probe = Run(program, kernels, self.device, "probe")
+            probe.execute(list(inputs), [_perturbed(c) for c in fresh()])
+        except Exception:  # noqa: BLE001 - constants out of their domain: no launch shown to read them
+            return checked, 0
+        reads = {k: d for k, d in capture.write_digests.items() if probe.write_digests.get(k) != d}
+        again = Run(program, kernels, self.device, "permute", same_as=reads)
+        out_again = again.execute(list(inputs), fresh())
+        return (out_again, again.permuted) if again.permuted else (checked, 0)
+
     def op_replay(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The runs on the lent inputs; their outputs stay alive until `release` (the referee maps them).
 
@@ -390,11 +415,8 @@ class ReplayOps:
                        copies=None if substituted else CopyTrace([*inputs, *known]))
             got = full.execute(list(inputs), known)
             permuted = 0
-            if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing: those
-                again = Run(program, kernels, self.device, "permute", same_as=capture.write_digests)  # alike put
-                out_again = again.execute(list(inputs), fresh())                                   # in another order
-                if again.permuted:
-                    checked, permuted = out_again, again.permuted
+            if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing
+                checked, permuted = self._permuted_check(program, kernels, inputs, fresh, capture, checked)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         except ReplayError as exc:
