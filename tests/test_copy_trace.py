@@ -159,3 +159,17 @@ def test_pytorch_results_laid_end_to_end_are_a_copy_and_inputs_laid_end_to_end_a
     out.copy_(torch.cat([a, b]))
     trace.after(kernel("cat_kernel"), (a, b, out), {}, written={storage_key(out)})
     assert trace.pytorch_copies(out) == {}
+
+
+def test_a_changed_span_is_widened_to_whole_elements() -> None:
+    """A kernel writing 0.0 over the NaN the replay fills `torch.empty` with changes only the float's two high
+    bytes: judged on those alone, the constant was not seen (a one-element gate counted as the kernels' work)."""
+    aten = torch.ops.aten
+    x = torch.randn(64)
+    trace = trace_for(x)
+    flag = torch.zeros(1)
+    trace.pytorch_op(aten.empty.memory_format, ([1],), {}, flag)
+    trace.after(kernel("zero_kernel"), ((flag,),), {}, written={storage_key(flag): (2, 4)})
+    gated = op(trace, aten.add.Tensor, (op(trace, aten.mul.Tensor, (x, 2.0)), flag))
+    assert trace.pytorch_copies(gated) == {}  # PyTorch's own result: the substitution check's to judge
+    assert trace._origin(gated).kind == "pytorch"

@@ -4,7 +4,7 @@ The replay (replay.py) checks that the output depends on what the candidate's ke
 copies a PyTorch result into the output defeats that, because the output then "depends" on the copy although
 the kernel did none of the work. This is the likeliest form of the hack (a model computes in PyTorch and adds
 a copy kernel to satisfy "a Triton kernel launched"), so the replay's capture run is traced, in the replay's
-process, where the candidate cannot see it. Every storage has an origin:
+process, where the candidate cannot see it. Every byte range of every storage has an origin (origin_map.py):
 
 - `known`: it existed before the call (inputs, parameters, buffers);
 - `pytorch`: PyTorch operators computed it inside `forward` from known or `pytorch` values only;
@@ -30,9 +30,12 @@ PyTorch tensor, or of its values in another order, is not recognised either (a p
 legitimate data-movement kernels fed by `.contiguous()`); whole PyTorch values laid end to end are (a kernel
 that concatenates PyTorch's halves), pieces equal to an input excepted (a concatenation task).
 
-Origins are kept per storage: a write that reaches only part of a buffer (PyTorch's, or a kernel's constant)
-leaves a copy elsewhere in it a copy (red team, round ten). A kernel that moves an input, whole or converted to
-another dtype, does an identity or cast task's work: that value counts as known. Not recognised: a kernel that
+Origins are kept per byte range: a write to part of a buffer (PyTorch's, or a kernel's) leaves a copy elsewhere
+in it a copy (red team, rounds ten and eleven), and a launch's copy is judged on the bytes it changed (the first n
+elements of a larger buffer). `cancelled`: PyTorch turned a kernel's values into one constant (`p - w * 2`), so
+what it computes from them carries no kernel work. A kernel that moves an input, whole or converted to another
+dtype, does an identity or cast task's work, and an output made of inputs moved into place beside constants (a
+pad, a concatenation by several launches) is not a copy. Not recognised: a kernel that
 copies one or two elements of an input, which PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that
 PyTorch undoes is a documented limit; on a GPU the kernels' share of device time says it (under 10% warns).
 """
@@ -41,11 +44,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from .compare import MAX_NESTING, as_tensors, flat_tensors
+from .origin_map import PYTORCH, Origin, OriginMap
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
 
@@ -125,36 +130,38 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
 
 
-def _partial(t: torch.Tensor) -> bool:
-    """Whether a view reaches less than all of its storage (a range, a strided slice)."""
-    return t.numel() * t.element_size() < t.untyped_storage().nbytes()
-
-
-def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if storage_key(a) != storage_key(b):
-        return False
-    (a0, a1), (b0, b1) = _span(a), _span(b)
-    return a0 < b1 and b0 < a1
-
-
-def moved_from(dst: torch.Tensor, src: torch.Tensor) -> bool:
-    """Whether `dst` holds `src`'s values: its bytes (any dtype of the same byte size, any non-overlapping range
-    of one storage), or its values converted to `dst`'s dtype (a kernel that only narrows float64 to float32, or
-    turns PyTorch's float argmax into int64: red team, round ten). Constant tensors (one distinct value) never
+def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> bool:
+    """Whether the bytes a launch changed (`region`, of a `dtype` storage) hold `src`'s values: its bytes (any dtype
+    of the same byte size), or its values converted to `dtype` (a kernel that only narrows float64 to float32, or
+    turns PyTorch's float argmax into int64: red team, round ten). Constant values (one distinct value) never
     count: zero-filling is not a copy."""
-    if dst.device != src.device or dst.numel() < 2 or _overlap(dst, src):
+    size = torch.empty((), dtype=dtype).element_size()
+    if region.device != src.device or region.numel() < 2 * size or region.numel() % size or \
+            region.storage_offset() % size:
         return False
-    rows = _flat_bytes(dst).view(dst.numel(), dst.element_size())
-    if not bool((rows != rows[0]).any()):
+    if _trivial_bytes(region, dtype):
         return False
-    if dst.numel() * dst.element_size() == src.numel() * src.element_size() and \
-            torch.equal(rows.reshape(-1), _flat_bytes(src)):
+    if region.numel() == src.numel() * src.element_size() and torch.equal(region, _flat_bytes(src)):
         return True
-    return dst.numel() == src.numel() and dst.dtype != src.dtype and not dst.is_complex() and \
-        not src.is_complex() and torch.equal(src.reshape(-1).to(dst.dtype), dst.reshape(-1))
+    return region.numel() // size == src.numel() and dtype != src.dtype and not dtype.is_complex and \
+        not src.is_complex() and torch.equal(src.reshape(-1).to(dtype), region.view(dtype))
+
+
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """All of a tensor's storage as bytes."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def _trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
+    """`_trivial` for bytes of a `dtype` storage (a range a launch wrote, a part of an output)."""
+    size = torch.empty((), dtype=dtype).element_size()
+    if data.numel() % size or data.storage_offset() % size or not data.numel():
+        return data.numel() == 0
+    return _trivial(data.view(dtype))
 
 
 PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
+KNOWN, KERNEL = Origin("known"), Origin("kernel")
 CANCELLED = "(cancelled by PyTorch)"  # pytorch_copies' name for an output whose kernel values PyTorch cancelled
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Operators whose tensor arguments give only a shape, a dtype or a device (`zeros_like(k)` reads nothing of k)
@@ -167,15 +174,19 @@ _MOVES = frozenset({"clone", "contiguous", "copy_", "_to_copy", "cat", "stack", 
 
 class CopyTrace:
     """Call `after(kernel, args, kwargs, written)` after each launch of one run (`written`: the storages the
-    launch changed, or None when unknown: then every argument counts as written) and `pytorch_op(op, args,
-    kwargs, result)` after each ATen operator, then ask `pytorch_copies(result)`. `known`: the tensors that
-    existed before the call."""
+    launch changed, each with the byte range from its first changed byte to its last, or a set of storages (their
+    arguments' views as the range), or None when unknown: then every argument but the known ones counts as
+    written) and `pytorch_op(op, args, kwargs, result)` after each ATen operator, then ask
+    `pytorch_copies(result)`. `known`: the tensors that existed before the call. Origins are kept per byte range
+    of each storage (origin_map.py)."""
 
     def __init__(self, known: list[Any]) -> None:
         tensors = [t for t in flat_tensors(known) if isinstance(t, torch.Tensor)]
-        self.origin: dict[int, str] = {storage_key(t): "known" for t in tensors}
-        self.mover: dict[int, str] = {}  # moved or laundered storage -> the kernel that moved PyTorch's result
+        self.origins = OriginMap()
+        for t in tensors:
+            self.origins.set(storage_key(t), 0, t.untyped_storage().nbytes(), KNOWN)
         self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
+        self.kernel_written: set[int] = set()  # storages a candidate kernel changed during the call
         # digests of the inputs and parameters, and of PyTorch's copies of them (`.contiguous()` of an input's
         # view): a kernel moving those is doing a data-movement task's work
         self.known_values = {tensor_digest(t) for t in tensors}
@@ -183,8 +194,8 @@ class CopyTrace:
         self.sizes: set[int] = set()  # their byte counts
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
-    def _origin(self, t: torch.Tensor) -> str:
-        return self.origin.get(storage_key(t), "pytorch")
+    def _origin(self, t: torch.Tensor) -> Origin:
+        return self.origins.read(storage_key(t), *_span(t))
 
     def _remember(self, t: torch.Tensor, conversions: bool = False) -> None:
         """A value no kernel computed, by digest (with `conversions`, also as every other float dtype: a kernel
@@ -200,87 +211,94 @@ class CopyTrace:
             self.pytorch_values.add(digest)
             self.sizes.add(digest[0])
 
-    def after(self, kernel: Any, args: Any, kwargs: dict, written: set[int] | None = None) -> None:
+    def after(self, kernel: Any, args: Any, kwargs: dict,
+              written: Mapping[int, tuple[int, int]] | set[int] | None = None) -> None:
         tensors = launch_tensors(args, kwargs)
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
-        before = {storage_key(t): self._origin(t) for t in tensors}
-        changed = [t for t in tensors if (storage_key(t) in written if written is not None
-                                              else before[storage_key(t)] != "known")]
-        changed_keys = {storage_key(t) for t in changed}
-        for t in tensors:  # a PyTorch result handed to a kernel, left as it was (the launch has run by now)
-            if before[storage_key(t)] in ("pytorch", "moved", "laundered", "cancelled") and \
-                    storage_key(t) not in changed_keys:
+        before = [self._origin(t) for t in tensors]
+        if written is None:
+            written = {storage_key(t): _span(t) for t, o in zip(tensors, before) if o.kind != "known"}
+        elif not isinstance(written, Mapping):
+            written = {storage_key(t): _span(t) for t in tensors if storage_key(t) in written}
+        for t, o in zip(tensors, before):  # a PyTorch result handed to a kernel, left as it was (it has run by now)
+            if o.kind in ("pytorch", "moved", "laundered", "cancelled") and storage_key(t) not in written:
                 self._remember(t, conversions=True)
-        for dst in changed:  # written (or, when writes are unknown, anything but an input or parameter)
+        done: set[int] = set()
+        for dst in tensors:  # each storage the launch changed, once: the range it changed there
             key = storage_key(dst)
+            if key not in written or key in done:
+                continue
+            done.add(key)
+            lo, hi = written[key]
+            size = dst.element_size()  # whole elements: a byte that did not change may belong to one that did
+            lo, hi = lo - lo % size, min(hi + (-hi) % size, dst.untyped_storage().nbytes())
+            region = _storage_bytes(dst)[lo:hi]
             self.writer[key] = name
-            sources = [s for s in tensors if s is not dst and before[storage_key(s)] in PURE]
-            moved = [s for s in sources if moved_from(dst, s)]
+            self.kernel_written.add(key)
+            sources = [(s, o) for s, o in zip(tensors, before)
+                       if o.kind in PURE and not (storage_key(s) == key and _span(s)[0] < hi and lo < _span(s)[1])]
+            moved = [o for s, o in sources if moved_from(region, dst.dtype, s)]
             if moved:  # an input's copy too: PyTorch's work on it is laundered
-                self.origin[key], self.mover[key] = "moved", name
-                if any(before[storage_key(s)] == "known" for s in moved):  # an input in another dtype: a cast
-                    self.known_values.add(tensor_digest(dst))               # task's output is that (its work)
-            elif _trivial(dst) and _partial(dst) and before[key] in ("moved", "laundered"):
-                pass  # a constant written beside a copy in one buffer hides nothing of the copy (round ten)
+                inputs_only = all(o.kind == "known" for o in moved)
+                self.origins.set(key, lo, hi, Origin("moved", name, inputs_only))
+                if inputs_only:  # an input, or one in another dtype: an identity or cast task's output is that
+                    self.known_values.add(tensor_digest(region))
             else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
-                self.origin[key] = "pytorch" if _trivial(dst) else "kernel"
-                self.mover.pop(key, None)
+                self.origins.set(key, lo, hi, PYTORCH if _trivial_bytes(region, dst.dtype) else KERNEL)
 
     def pytorch_op(self, op: Any, args: Any, kwargs: dict, result: Any) -> None:
         """After an ATen operator: what it made, and what it wrote in place (`add_`, `out=`, `copy_`), takes its
         inputs' origin: `pytorch` when no kernel computed any of them (remembered by digest), `laundered` when one
-        was moved, `derived` when a kernel computed one, `known` when it only moved inputs (`.contiguous()`).
-        Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a
-        kernel had zeroed, then moved by a kernel, is a copy too (red team, round seven), and so is a moved result
-        changed in place by a no-op (round eight)."""
+        was moved, `derived` when a kernel computed one, `known` when it only moved inputs (`.contiguous()`),
+        `cancelled` when a kernel's values came out as one constant. Whoever made the memory: a result PyTorch
+        computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
+        copy too (red team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
         origins = [self._origin(t) for t in inputs]
-        movers = [self.mover[storage_key(t)] for t, o in zip(inputs, origins) if o in ("moved", "laundered")]
-        origin = "pytorch" if all(o in PURE for o in origins) else "derived"
-        origin = "laundered" if origin == "pytorch" and movers else origin
-        origin = "cancelled" if origin == "pytorch" and "cancelled" in origins else origin
-        moves_inputs = bool(inputs) and set(origins) == {"known"} and _moves_values(op, inputs, result)
+        kinds = {o.kind for o in origins}
+        movers = [o.mover for o in origins if o.kind in ("moved", "laundered")]
+        kind = "pytorch" if kinds <= set(PURE) else "derived"
+        kind = "laundered" if kind == "pytorch" and movers else kind
+        kind = "cancelled" if kind == "pytorch" and "cancelled" in kinds else kind
+        moves_inputs = bool(inputs) and kinds == {"known"} and _moves_values(op, inputs, result)
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
-        written = written_by(op, args, kwargs)
-        for t in [*written, *made]:
-            key = storage_key(t)
-            if origin != "derived" and self._origin(t) in ("moved", "laundered") and _partial(t) and \
-                    any(t is w for w in written):  # PyTorch's values written beside a copy in one buffer: still a
-                self._remember(t)                  # copy there (red team, round ten: `buf[n:].copy_(x)` erased it)
-                continue
+        for t in [*written_by(op, args, kwargs), *made]:
             # a kernel's values that PyTorch turned into one constant (`p - w * 2` where p is the kernel's
             # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
-            cancels = origin == "derived" and t.numel() > 1 and _trivial(t)
-            self.origin[key] = "known" if moves_inputs else "cancelled" if cancels else origin
-            self.writer.pop(key, None)
-            if movers and origin == "laundered":
-                self.mover[key] = movers[0]
-            else:
-                self.mover.pop(key, None)
+            cancels = kind == "derived" and t.numel() > 1 and _trivial(t)
+            origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else \
+                Origin(kind, movers[0] if kind == "laundered" else "")
+            self.origins.set(storage_key(t), *_span(t), origin)
             if moves_inputs:
                 self.known_values.add(tensor_digest(t))
-            elif origin != "derived" and inputs:
+            elif kind != "derived" and inputs:
                 self._remember(t)
 
     def pytorch_copies(self, result: Any) -> dict[int, str]:
         """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
-        the kernel that moved it ("" when PyTorch computed it from a kernel's result that did no work)."""
+        the kernel that moved it ("" when PyTorch computed it from a kernel's result that did no work,
+        CANCELLED when PyTorch cancelled the kernels' values)."""
         found: dict[int, str] = {}
         for i, out in enumerate(as_tensors(result)):
             if not isinstance(out, torch.Tensor) or _trivial(out):
                 continue
             key = storage_key(out)
-            origin = self.origin.get(key, "pytorch")
-            if origin in ("known", "pytorch"):
+            lo, hi = _span(out)
+            parts = self.origins.parts(key, lo, hi)
+            kinds = {o.kind for _, _, o in parts}
+            if kinds <= {"known", "pytorch"} and key not in self.kernel_written:
                 continue  # an input, or PyTorch's own work from the inputs: the substitution check judges the call
             value = tensor_digest(out)
             if value in self.known_values:
                 continue  # an input moved into the output: an identity task's work
-            if origin in ("moved", "laundered"):
-                found[i] = self.mover.get(key, "?")
-            elif origin == "cancelled":
-                found[i] = CANCELLED
+            data = _storage_bytes(out)
+            if all(o.kind == "known" or (o.kind == "moved" and o.input_only) or
+                   (o.kind == "pytorch" and _trivial_bytes(data[a:b], out.dtype)) for a, b, o in parts):
+                continue  # inputs moved into place beside constants: a pad's or a concatenation's work
+            suspect = [o for _, _, o in parts if o.kind in ("moved", "laundered", "cancelled") and not o.input_only]
+            if suspect and not kinds & {"kernel", "derived"}:
+                found[i] = CANCELLED if suspect[0].kind == "cancelled" else suspect[0].mover or "?"
             elif value in self.pytorch_values or self._tiled(out):  # a kernel's (or PyTorch's from one) equal to
                 found[i] = self.writer.get(key, "")                  # PyTorch's own values: the kernels added nothing
         return found

@@ -160,10 +160,10 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         return _unreplayable(ev, "the replay's process answered for runs it was not asked for")
     if pending.other_out is not None and not substituted:  # lent a second set, the weaker check is no answer
         return _unreplayable(ev, "the replay's process did not run the substitution check it was asked for")
-    permuted = rep.get("permuted") if isinstance(rep.get("permuted"), int) else 0
+    parameters = rep.get("parameter_launches") if isinstance(rep.get("parameter_launches"), int) else 0
     out.fields["work"] = {**(out.fields.get("work") or {}),
                           "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped",
-                                     **({"permuted_launches": permuted} if permuted else {})}}
+                                     **({"parameter_launches": parameters} if parameters else {})}}
     mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)
     if mismatch is None and other is not None:
         mismatch = compare(pending.other_out, other, 0, atol, rtol, ev.limits.max_rel_norm)
@@ -199,7 +199,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         refs, got = [refs[i] for i in live], [got[i] for i in live] if len(got) == count else None
     if got is not None and compare(refs, got, 0, atol, rtol, ev.limits.max_rel_norm) is None:
         how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"
-               + (" (what they wrote alike for both, put in another order)" if permuted else "")
+               + (" (and what they wrote alike for both, by what they wrote for other parameters)" if parameters else "")
                if substituted else "with the candidate's own Triton kernels skipped")
         if not live:
             out.warnings.append(f"the output matched even {how} (this task is degenerate, so that proves little)")
@@ -209,9 +209,9 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                    "reference: the work is done elsewhere (PyTorch operators next to a token kernel, or next to a "
                    "kernel that writes a constant?); the candidate's own kernels must compute the result")
         return False
-    if permuted:
-        out.warnings.append(f"the candidate's kernels wrote the same for two input sets ({permuted} launch(es) work on "
-                            "the parameters alone, checked by perturbing them): the work on the inputs is PyTorch's")
+    if parameters:
+        out.warnings.append(f"the candidate's kernels wrote the same for two input sets ({parameters} launch(es) work "
+                            "on the parameters alone, checked by perturbing them): the work on the inputs is PyTorch's")
     return True
 
 

@@ -93,18 +93,12 @@ class Run:
     - `substitute`: no launch runs; each one's writes are replaced by those a capture run made on other
       inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
     - `skip`: no launch runs and nothing is written in their place;
-    - `probe`: as recorded, noting what each launch wrote (by digest), on the call's constants perturbed;
-    - `permute`: as recorded, but the writes of every launch in `same_as` that wrote the same as there (work on
-      the parameters alone, which the other inputs do not change: a weight standardized, dequantized) are put
-      back in another order, so that they differ as the substitution needs them to."""
+    - `mixed`: the launches in `captured` are substituted, the others run (the parameters' check below)."""
 
     def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
-                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None,
-                 same_as: dict[tuple[int, int], tuple] | None = None) -> None:
+                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
         self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
         self.write_digests: dict[tuple[int, int], tuple] = {}  # capture: (launch, argument) -> its writes' digest
-        self.same_as = same_as or {}  # permute: the capture's digests; writes equal to them are permuted
-        self.permuted = 0
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
         self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
@@ -170,7 +164,7 @@ class Run:
                     self._aten(step, i)
                 elif "alias" in step:
                     self._alias(step)
-                elif self.mode == "substitute":
+                elif self.mode == "substitute" or (self.mode == "mixed" and i in self.captured):
                     self._substitute(step, i)
                 elif not self.skip:
                     self._launch(step, i)
@@ -224,25 +218,21 @@ class Run:
 
     def _launch(self, step: dict, i: int) -> None:
         _, kernel, args, kwargs = self._launch_parts(step)
-        watching = (self.mode == "capture" and not self.overflow) or self.mode in ("probe", "permute")
+        watching = self.mode == "capture" and not self.overflow
         watched = self._watched(args, kwargs) if watching else None
         before = [_storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
-        written = None
+        written: dict[int, tuple[int, int]] | None = None
         if watched is not None and before is not None:
-            written = set()
+            written = {}
             for (pos, t), old in zip(watched, before):
                 now = _storage_bytes(t)
                 changed = old != now
                 if not bool(changed.any()):
                     continue
-                written.add(storage_key(t))
-                if self.mode in ("capture", "probe"):
-                    self.write_digests[(i, pos)] = _write_digest(now, changed)
-                if self.mode == "capture":
-                    self._keep(i, pos, now, changed)
-                elif self.same_as.get((i, pos)) == _write_digest(now, changed):
-                    self.permuted += _permute(t, now, changed)
+                written[storage_key(t)] = _changed_span(changed)
+                self.write_digests[(i, pos)] = _write_digest(now, changed)
+                self._keep(i, pos, now, changed)
             del before
         if self.copies is not None:
             self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
@@ -264,10 +254,8 @@ class Run:
         same storage stays this run's. Kept from the first changed byte to the last (a launch that writes one
         slice of a large buffer, a step of a loop, costs that slice, not the buffer), or as positions when they are
         scattered across it (a block of columns of a row-major output)."""
-        flags = changed.to(torch.uint8)
-        lo = int(flags.argmax())
-        hi = changed.numel() - int(flags.flip(0).argmax())
-        count = int(flags[lo:hi].sum())
+        lo, hi = _changed_span(changed)
+        count = int(changed[lo:hi].sum())
         if 9 * count < 2 * (hi - lo):  # scattered (a column block of a row-major output): positions and bytes
             where = torch.nonzero(changed[lo:hi]).flatten() + lo
             kept = _Writes(pos, changed.numel(), where, now[where].clone())
@@ -296,26 +284,15 @@ class Run:
                 part.copy_(torch.where(kept.changed, kept.data, part))
 
 
+def _changed_span(changed: torch.Tensor) -> tuple[int, int]:
+    """From the first changed byte to the last, [lo, hi)."""
+    flags = changed.to(torch.uint8)
+    return int(flags.argmax()), changed.numel() - int(flags.flip(0).argmax())
+
+
 def _write_digest(now: torch.Tensor, changed: torch.Tensor) -> tuple:
     """What a launch wrote into one storage, by digest: which bytes changed, and to what."""
     return tensor_digest(changed.to(torch.uint8)), tensor_digest(torch.where(changed, now, 0))
-
-
-def _permute(t: torch.Tensor, now: torch.Tensor, changed: torch.Tensor) -> int:
-    """Put the elements a launch wrote into `t`'s storage back in another order (a fixed permutation); 1 when
-    it did, 0 when there was nothing to reorder (one element, or one value everywhere: a constant stays one)."""
-    size = t.element_size()
-    n = now.numel() // size
-    if n < 2 or n * size != now.numel():
-        return 0
-    rows = now.view(n, size)
-    where = changed.view(n, size).any(dim=1).nonzero().flatten()
-    values = rows[where]
-    if where.numel() < 2 or not bool((values != values[0]).any()):
-        return 0
-    order = torch.randperm(where.numel(), generator=torch.Generator().manual_seed(REPLAY_SEED)).to(values.device)
-    rows[where] = values[order]
-    return 1
 
 
 def _perturbed(c: torch.Tensor) -> torch.Tensor:
@@ -366,20 +343,22 @@ class ReplayOps:
         self.kept["replay_program"] = program
         return {"ok": True}
 
-    def _permuted_check(self, program: dict, kernels: dict, inputs: list, fresh: Any, capture: Run,
-                        checked: Any) -> tuple[Any, int]:
-        """The substituted output again, with the writes of the launches that wrote the same for both input sets
-        but not for perturbed constants (work on the parameters: red team, round eleven, a pattern that reads
-        nothing got credit for its order) put back in another order; (output, launches permuted)."""
+    def _parameters_check(self, program: dict, kernels: dict, inputs: list, fresh: Any, capture: Run,
+                          checked: Any) -> tuple[Any, int]:
+        """When the other inputs' writes changed nothing: the launches whose writes change with the call's
+        constants perturbed (work on the parameters alone: a weight standardized or dequantized, a norm) get what
+        they wrote for those, the others run, and the output must then be wrong. A launch that reads no constant
+        gets no credit (red team, round eleven: a pattern put back in another order did). (output, launches)."""
         try:
-            probe = Run(program, kernels, self.device, "probe")
+            probe = Run(program, kernels, self.device, "capture")
             probe.execute(list(inputs), [_perturbed(c) for c in fresh()])
         except Exception:  # noqa: BLE001 - constants out of their domain: no launch shown to read them
             return checked, 0
-        reads = {k: d for k, d in capture.write_digests.items() if probe.write_digests.get(k) != d}
-        again = Run(program, kernels, self.device, "permute", same_as=reads)
-        out_again = again.execute(list(inputs), fresh())
-        return (out_again, again.permuted) if again.permuted else (checked, 0)
+        reads = {i for (i, pos), d in probe.write_digests.items() if capture.write_digests.get((i, pos)) != d}
+        if probe.overflow or not reads:
+            return checked, 0
+        again = Run(program, kernels, self.device, "mixed", captured={i: probe.captured[i] for i in reads})
+        return again.execute(list(inputs), fresh()), len(reads)
 
     def op_replay(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The runs on the lent inputs; their outputs stay alive until `release` (the referee maps them).
@@ -414,9 +393,9 @@ class ReplayOps:
             full = Run(program, kernels, self.device, "full",
                        copies=None if substituted else CopyTrace([*inputs, *known]))
             got = full.execute(list(inputs), known)
-            permuted = 0
+            parameters = 0
             if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing
-                checked, permuted = self._permuted_check(program, kernels, inputs, fresh, capture, checked)
+                checked, parameters = self._parameters_check(program, kernels, inputs, fresh, capture, checked)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         except ReplayError as exc:
@@ -431,7 +410,7 @@ class ReplayOps:
         assert traced.copies is not None  # both runs above were given one
         return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if capture is not None else None,
                 "check": "substituted" if substituted else "skipped", "host_differs": full.host_differs,
-                "permuted": permuted,
+                "parameter_launches": parameters,
                 "copies": sorted(traced.copies.pytorch_copies(traced_out).items())}
 
 

@@ -14,7 +14,8 @@ data never reaches) was rejected as "only copied values PyTorch computed": an in
 task's own output. A Triton dtype passed to a launch as a constexpr (`OUT=tl.float16`, the `_TL_DTYPE[x.dtype]`
 idiom) made the call "not replayable". A kernel that works on the parameters alone (a weight standardized before
 PyTorch's matmul) wrote the same for the substitution's other inputs, so substituting its writes changed
-nothing and it was rejected as doing no work: writes alike for both sets are now put back in another order.
+nothing and it was rejected as doing no work: launches whose writes change with the parameters perturbed now
+get what they wrote for those (round eleven: a pattern reading nothing must not get that credit).
 
 Expected: the attacks rejected (`work_not_in_candidate_kernels`), the honest ones passed; a canary after each.
 """
@@ -258,7 +259,7 @@ def test_a_triton_dtype_passed_as_a_constexpr_is_replayed(judge: Judge) -> None:
 def test_a_kernel_on_the_parameters_alone_passes(judge: Judge) -> None:
     ev = judged(judge, WEIGHT_STANDARDIZED, task=task(WEIGHT_STANDARDIZED_TASK, name="weight_standardized"))
     assert ev.verdict == Verdict.passed, summary(ev)
-    assert ev.work is not None and ev.work["replay"].get("permuted_launches") == 1, ev.work
+    assert ev.work is not None and ev.work["replay"].get("parameter_launches") == 1, ev.work
     assert len(ev.warnings) == 1 and "parameters alone" in ev.warnings[0], ev.warnings
 
 

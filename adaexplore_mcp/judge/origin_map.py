@@ -1,0 +1,96 @@
+"""Where each byte range of a storage came from, for the copy trace (copy_trace.py).
+
+Why ranges: one origin per storage let a write to one part of a buffer decide for all of it. A PyTorch
+`copy_` of an input beside a kernel's copy of PyTorch's result made the whole buffer "an input", a kernel's
+pattern beside it made it "the kernels' work", and a kernel that copied PyTorch's result into the first n
+elements of a larger buffer was never a copy at all (red team, rounds ten and eleven). Honest kernels suffered
+the other way: a pad or a concatenation written by two launches, each moving an input into its part, was taken
+for a copy of PyTorch's work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_SEGMENTS = 4096  # per storage; beyond it, neighbouring ranges merge into the more suspect one (a copy wins)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """`kind`: known (before the call) | pytorch (PyTorch, from values no kernel computed) | kernel | derived
+    (PyTorch, from a kernel's value) | moved (a kernel's copy of a value no kernel computed) | laundered
+    (PyTorch, from a moved value) | cancelled (PyTorch turned a kernel's values into one constant)."""
+
+    kind: str
+    mover: str = ""  # moved, laundered: the kernel that moved the value
+    input_only: bool = False  # moved: what was moved were inputs or parameters (a pad, a concatenation task)
+
+
+PYTORCH = Origin("pytorch")
+_WORK = ("kernel", "derived")
+_MOVED = ("moved", "laundered")
+
+
+class OriginMap:
+    """Byte ranges [lo, hi) of each storage (by its data pointer) and their origins; a range nobody set is
+    PyTorch's (memory the call allocated)."""
+
+    def __init__(self) -> None:
+        self._segments: dict[int, list[tuple[int, int, Origin]]] = {}
+
+    def set(self, key: int, lo: int, hi: int, origin: Origin) -> None:
+        if hi <= lo:
+            return
+        kept = []
+        for a, b, o in self._segments.get(key, []):
+            if b <= lo or a >= hi:
+                kept.append((a, b, o))
+                continue
+            if a < lo:
+                kept.append((a, lo, o))
+            if b > hi:
+                kept.append((hi, b, o))
+        kept.append((lo, hi, origin))
+        kept.sort(key=lambda s: s[0])
+        merged: list[tuple[int, int, Origin]] = []
+        for a, b, o in kept:
+            if merged and merged[-1][1] == a and merged[-1][2] == o:
+                merged[-1] = (merged[-1][0], b, o)
+            else:
+                merged.append((a, b, o))
+        while len(merged) > MAX_SEGMENTS:  # never unbounded: the two at the end become one, the more suspect
+            (a, _, o1), (_, b, o2) = merged[-2], merged[-1]
+            merged[-2:] = [(a, b, o1 if _rank(o1) >= _rank(o2) else o2)]
+        self._segments[key] = merged
+
+    def parts(self, key: int, lo: int, hi: int) -> list[tuple[int, int, Origin]]:
+        """The ranges that make up [lo, hi) of a storage, gaps as PyTorch's."""
+        found, at = [], lo
+        for a, b, o in self._segments.get(key, []):
+            if b <= lo or a >= hi:
+                continue
+            if a > at:
+                found.append((at, a, PYTORCH))
+            found.append((max(a, lo), min(b, hi), o))
+            at = max(at, b)
+        if at < hi:
+            found.append((at, hi, PYTORCH))
+        return found
+
+    def read(self, key: int, lo: int, hi: int) -> Origin:
+        """What a reader of [lo, hi) takes in: a kernel's work if any part is; else a moved value (laundered unless
+        all of it is moved); else a cancellation; else PyTorch's; known only when all of it is."""
+        origins = [o for _, _, o in self.parts(key, lo, hi)]
+        kinds = {o.kind for o in origins}
+        if kinds & set(_WORK):
+            return Origin("kernel" if kinds == {"kernel"} else "derived")
+        moved = [o for o in origins if o.kind in _MOVED]
+        if moved:
+            return moved[0] if kinds == {"moved"} and len(set(moved)) == 1 else Origin("laundered", moved[0].mover)
+        if "cancelled" in kinds:
+            return Origin("cancelled")
+        return PYTORCH if "pytorch" in kinds else Origin("known")
+
+
+def _rank(o: Origin) -> int:
+    return {"moved": 4, "laundered": 4, "cancelled": 3, "kernel": 2, "derived": 2, "pytorch": 1}.get(o.kind, 0)

@@ -1,0 +1,216 @@
+"""Red team, round eleven: what round ten's rules let through, and honest kernels they (or older rules) refused.
+
+Attacks, each computing the task in PyTorch (expected: `work_not_in_candidate_kernels`, a canary after each):
+
+- a kernel writes a pattern that reads nothing (an arange) and PyTorch uses it (a gather, a ratio that is one
+  within the tolerance, one element cancelled): round ten's permuted check gave such a pattern credit for its
+  order. Now only launches whose writes change with the call's parameters perturbed get the parameters' check;
+- a kernel copies PyTorch's result into the first n elements of a larger buffer, then PyTorch computes from it:
+  the copy compared the whole buffer with the result, so it was never a copy;
+- something written beside a copy in one buffer (a kernel's pattern, PyTorch's `out=` from a kernel's value,
+  an input `copy_` after a copy through the whole buffer): one origin per storage let that write decide for all
+  of it. Origins are now kept per byte range (`judge/origin_map.py`), and a launch's copy is the range it changed.
+
+Honest, now passed: a kernel computing a parameter's norm (one element) for PyTorch's matmul; a pad or a
+concatenation written by launches that each move an input into its part (taken for copies of PyTorch's work).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Verdict
+from tests.redteam.conftest import canary, evaluate, summary
+from tests.test_judge_cases import HEADER, task
+
+KERNELS = HEADER + '''
+@triton.jit
+def iota_kernel(out, n, base, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, (offs + base).to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def zero_kernel(dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < n)
+
+
+def grid(n):
+    return (triton.cdiv(n, 128),)
+'''
+
+
+def forward(body: str, args: str = "x") -> str:
+    lines = "".join(f"        {line}\n" for line in body.strip("\n").split("\n"))
+    return f"{KERNELS}\n\nclass ModelNew(nn.Module):\n    def forward(self, {args}):\n        n = {args.split(',')[0]}.numel()\n{lines}"
+
+
+ATTACKS = {
+    "gather_iota": forward('''
+idx = torch.empty(n, dtype=torch.int64, device=x.device)
+iota_kernel[grid(n)](idx, n, 0, BLOCK=128)
+return x[idx] * 2 + 1'''),
+    "approx_ratio": forward('''
+p = torch.empty(n, dtype=x.dtype, device=x.device)
+iota_kernel[grid(n)](p, n, 1000, BLOCK=128)
+q = torch.arange(n, dtype=x.dtype, device=x.device) + 1000.5
+return (x * 2 + 1) * (p / q)'''),
+    "larger_buffer_then_plus_one": forward('''
+z = x * 2
+buf = torch.empty(n + 1, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](z, buf, n, BLOCK=128)
+return buf[:n] + 1'''),
+    "scalar_cancel": forward('''
+p = torch.empty(n, dtype=x.dtype, device=x.device)
+iota_kernel[grid(n)](p, n, 1000, BLOCK=128)
+s = p[0] - 1000.0
+return x * 2 + s + 1'''),
+    "derived_beside_copy": forward('''
+z = x * 2
+buf = torch.empty(2 * n, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](z, buf[:n], n, BLOCK=128)
+p = torch.empty(n, dtype=x.dtype, device=x.device)
+iota_kernel[grid(n)](p, n, 0, BLOCK=128)
+torch.mul(p, 1.0, out=buf[n:])
+return buf[:n] + 1'''),
+    "known_beside_copy": forward('''
+y = x * 2 + 1
+buf = torch.empty(2 * n, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](y, buf, n, BLOCK=128)
+buf[n:].copy_(x)
+return buf[:n]'''),
+    "kernel_pattern_beside_copy": forward('''
+z = x * 2
+buf = torch.empty(2 * n, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](z, buf[:n], n, BLOCK=128)
+iota_kernel[grid(n)](buf[n:], n, 0, BLOCK=128)
+return buf[:n] + 1'''),
+}
+
+NORM_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        return x @ (self.weight / self.weight.norm()).t()
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+NORM_BY_A_KERNEL = HEADER + '''
+@triton.jit
+def norm_kernel(w_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    w = tl.load(w_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr, tl.sqrt(tl.sum(w * w, axis=0)))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        w = self.weight.contiguous()
+        norm = torch.empty(1, dtype=w.dtype, device=w.device)
+        norm_kernel[(1,)](w, norm, w.numel(), BLOCK=512)
+        return x @ (w / norm).t()
+'''
+
+PAD_TASK = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.pad(x, (0, 512))
+
+
+def get_inputs():
+    return [torch.randn(512)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CAT_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.cat([a, b])
+
+
+def get_inputs():
+    return [torch.randn(512), torch.randn(512)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+HONEST = {
+    "pad_zeros_then_a_copy_kernel": (PAD_TASK, forward('''
+out = torch.zeros(2 * n, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](x, out[:n], n, BLOCK=128)
+return out''')),
+    "pad_a_copy_kernel_then_a_zero_kernel": (PAD_TASK, forward('''
+out = torch.empty(2 * n, dtype=x.dtype, device=x.device)
+copy_kernel[grid(n)](x, out[:n], n, BLOCK=128)
+zero_kernel[grid(n)](out[n:], n, BLOCK=128)
+return out''')),
+    "cat_by_two_copy_launches": (CAT_TASK, forward('''
+out = torch.empty(2 * n, dtype=a.dtype, device=a.device)
+copy_kernel[grid(n)](a, out[:n], n, BLOCK=128)
+copy_kernel[grid(n)](b, out[n:], n, BLOCK=128)
+return out''', args="a, b")),
+    "a_parameters_norm_for_pytorchs_matmul": (NORM_TASK, NORM_BY_A_KERNEL),
+}
+
+
+def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
+    ev = evaluate(judge, source, **kw)
+    canary(judge)
+    return ev
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_pytorchs_work_behind_a_pattern_or_a_copy_beside_something_is_rejected(judge: Judge, name: str) -> None:
+    ev = judged(judge, ATTACKS[name])
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_moves_of_inputs_and_work_on_parameters_pass(judge: Judge, name: str) -> None:
+    source, candidate = HONEST[name]
+    ev = judged(judge, candidate, task=task(source, name=name.split("_")[0]))
+    assert ev.verdict == Verdict.passed, summary(ev)
+    parameters = ev.work["replay"].get("parameter_launches") if ev.work else None
+    assert (parameters == 1) == name.startswith("a_parameters"), ev.work
