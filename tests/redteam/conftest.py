@@ -123,6 +123,19 @@ def canary(judge: Judge) -> Evaluation:
     return ev
 
 
+def judged(judge: Judge, source: str, **kw: Any) -> Evaluation:
+    """`evaluate`, then the canary on the same judge."""
+    ev = evaluate(judge, source, **kw)
+    canary(judge)
+    return ev
+
+
+def rejected_for_work(ev: Evaluation) -> bool:
+    """Rejected because the candidate's own kernels do not do the work."""
+    return ev.verdict == Verdict.rejected and ev.rejected is not None and \
+        ev.rejected.check == "work_not_in_candidate_kernels"
+
+
 def evaluate(judge: Judge, source: str, **kw: Any) -> Evaluation:
     """Judge.evaluate, where an exception out of it fails the test (as an AssertionError: a GAP)."""
     try:

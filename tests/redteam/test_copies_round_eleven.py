@@ -21,7 +21,7 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import canary, evaluate, summary
+from tests.redteam.conftest import judged, summary
 from tests.test_judge_cases import HEADER, task
 
 KERNELS = HEADER + '''
@@ -193,12 +193,6 @@ copy_kernel[grid(n)](b, out[n:], n, BLOCK=128)
 return out''', args="a, b")),
     "a_parameters_norm_for_pytorchs_matmul": (NORM_TASK, NORM_BY_A_KERNEL),
 }
-
-
-def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
-    ev = evaluate(judge, source, **kw)
-    canary(judge)
-    return ev
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

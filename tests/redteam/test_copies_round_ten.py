@@ -26,7 +26,7 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import canary, evaluate, summary
+from tests.redteam.conftest import judged, rejected_for_work, summary
 from tests.redteam.test_hidden_copies import copier
 from tests.test_judge_cases import HEADER, task
 
@@ -219,17 +219,6 @@ class ModelNew(nn.Module):
         double_kernel[(triton.cdiv(w.numel(), 128),)](w, p, w.numel(), BLOCK=128)
         return x @ (ws + (p - w * 2.0)).t()
 '''
-
-
-def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
-    ev = evaluate(judge, source, **kw)
-    canary(judge)
-    return ev
-
-
-def rejected_for_work(ev) -> bool:  # noqa: ANN001
-    return ev.verdict == Verdict.rejected and ev.rejected is not None and \
-        ev.rejected.check == "work_not_in_candidate_kernels"
 
 
 @pytest.mark.parametrize("name", sorted(COPIES))

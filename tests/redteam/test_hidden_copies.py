@@ -23,7 +23,7 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, summary
+from tests.redteam.conftest import TOKEN_KERNELS, judged, summary
 from tests.test_judge_cases import HEADER, task
 
 COPY_KERNEL = TOKEN_KERNELS + '''
@@ -169,12 +169,6 @@ class ModelNew(nn.Module):
         mean_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=4096)
         return y
 '''
-
-
-def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
-    ev = evaluate(judge, source, **kw)
-    canary(judge)
-    return ev
 
 
 @pytest.mark.parametrize("name", sorted(COPIES))

@@ -33,7 +33,7 @@ import pytest
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
 from adaexplore_mcp.tasks.format import TaskSpec
-from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, summary
+from tests.redteam.conftest import TOKEN_KERNELS, judged, rejected_for_work, summary
 from tests.redteam.test_hidden_copies import COPY_KERNEL, copier
 from tests.test_judge_cases import AFFINE_KERNEL, HEADER, task
 
@@ -161,22 +161,11 @@ def get_init_inputs():
 '''
 
 
-def judged(judge: Judge, source: str, **kw: object):  # noqa: ANN201 - an Evaluation
-    ev = evaluate(judge, source, **kw)
-    canary(judge)
-    return ev
-
-
 def probed(judge: Judge, spec: TaskSpec) -> TaskSpec:
     """The task as the app registers it: with what its probe found."""
     probe = judge.probe_task(spec)
     assert probe.ok, probe
     return dataclasses.replace(spec, degenerate=probe.degenerate, degenerate_outputs=tuple(probe.degenerate_outputs))
-
-
-def rejected_for_work(ev) -> bool:  # noqa: ANN001
-    return ev.verdict == Verdict.rejected and ev.rejected is not None and \
-        ev.rejected.check == "work_not_in_candidate_kernels"
 
 
 @pytest.mark.parametrize("name", sorted(COPIES))
