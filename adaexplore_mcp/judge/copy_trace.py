@@ -139,7 +139,7 @@ def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> b
     if region.device != src.device or region.numel() < 2 * size or region.numel() % size or \
             region.storage_offset() % size:
         return False
-    if _trivial_bytes(region, dtype):
+    if trivial_bytes(region, dtype):
         return False
     if region.numel() == src.numel() * src.element_size() and torch.equal(region, _flat_bytes(src)):
         return True
@@ -152,7 +152,7 @@ def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
-def _trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
+def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
     """`_trivial` for bytes of a `dtype` storage (a range a launch wrote, a part of an output)."""
     size = torch.empty((), dtype=dtype).element_size()
     if data.numel() % size or data.storage_offset() % size or not data.numel():
@@ -244,7 +244,7 @@ class CopyTrace:
                 if inputs_only:  # an input, or one in another dtype: an identity or cast task's output is that
                     self.known_values.add(tensor_digest(region))
             else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
-                self.origins.set(key, lo, hi, PYTORCH if _trivial_bytes(region, dst.dtype) else KERNEL)
+                self.origins.set(key, lo, hi, PYTORCH if trivial_bytes(region, dst.dtype) else KERNEL)
 
     def pytorch_op(self, op: Any, args: Any, kwargs: dict, result: Any) -> None:
         """After an ATen operator: what it made, and what it wrote in place (`add_`, `out=`, `copy_`), takes its
@@ -294,7 +294,7 @@ class CopyTrace:
                 continue  # an input moved into the output: an identity task's work
             data = _storage_bytes(out)
             if all(o.kind == "known" or (o.kind == "moved" and o.input_only) or
-                   (o.kind == "pytorch" and _trivial_bytes(data[a:b], out.dtype)) for a, b, o in parts):
+                   (o.kind == "pytorch" and trivial_bytes(data[a:b], out.dtype)) for a, b, o in parts):
                 continue  # inputs moved into place beside constants: a pad's or a concatenation's work
             suspect = [o for _, _, o in parts if o.kind in ("moved", "laundered", "cancelled") and not o.input_only]
             if suspect and not kinds & {"kernel", "derived"}:
@@ -330,8 +330,8 @@ class CopyTrace:
 def _moves_values(op: Any, inputs: list[torch.Tensor], result: Any) -> bool:
     """Whether an operator only moved its inputs' values: a copy, a layout change or a concatenation, in their
     dtype."""
-    if _op_name(op) not in _MOVES:
-        return False
+    if _op_name(op) not in _MOVES or any(t.is_neg() or t.is_conj() for t in inputs):
+        return False  # a negated or conjugated view, materialized, is PyTorch's arithmetic (red team, round twelve)
     dtypes = {t.dtype for t in inputs} | {t.dtype for t in launch_tensors([result], {})}
     return len(dtypes) == 1
 

@@ -93,4 +93,8 @@ class OriginMap:
 
 
 def _rank(o: Origin) -> int:
-    return {"moved": 4, "laundered": 4, "cancelled": 3, "kernel": 2, "derived": 2, "pytorch": 1}.get(o.kind, 0)
+    """How suspect a range is: a merge keeps the more suspect (an input's move is exempt as a pad's or a
+    concatenation's part, so it ranks low: red team, round twelve, merged a copy into one)."""
+    if o.kind == "moved" and o.input_only:
+        return 1
+    return {"moved": 5, "laundered": 5, "cancelled": 4, "kernel": 3, "derived": 3, "pytorch": 2}.get(o.kind, 0)

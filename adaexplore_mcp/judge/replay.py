@@ -34,7 +34,7 @@ import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
-from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .copy_trace import CopyTrace, launch_tensors, storage_key, trivial_bytes
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
@@ -99,6 +99,7 @@ class Run:
                  copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
         self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
         self.write_digests: dict[tuple[int, int], tuple] = {}  # capture: (launch, argument) -> its writes' digest
+        self.constant_writes: set[tuple[int, int]] = set()  # capture: the writes that were one value everywhere
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
         self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
@@ -232,6 +233,8 @@ class Run:
                     continue
                 written[storage_key(t)] = _changed_span(changed)
                 self.write_digests[(i, pos)] = _write_digest(now, changed)
+                if _wrote_a_constant(t, now, written[storage_key(t)]):
+                    self.constant_writes.add((i, pos))
                 self._keep(i, pos, now, changed)
             del before
         if self.copies is not None:
@@ -296,11 +299,23 @@ def _write_digest(now: torch.Tensor, changed: torch.Tensor) -> tuple:
 
 
 def _perturbed(c: torch.Tensor) -> torch.Tensor:
-    """A constant with other values of its scale (floats; integer and bool constants, indices, stay)."""
-    if not c.is_floating_point() or not c.numel():
+    """A constant with other values: floats with noise of their scale; integers (an int8 weight, an index table)
+    with their own values in another order, so that an index stays in range (red team, round twelve: an int8
+    weight dequantized by a kernel got no credit); bools as they are."""
+    if not c.numel() or c.dtype == torch.bool or c.is_complex():
         return c
-    noise = torch.randn(c.shape, generator=torch.Generator().manual_seed(REPLAY_SEED), dtype=torch.float32)
+    generator = torch.Generator().manual_seed(REPLAY_SEED)
+    if not c.is_floating_point():
+        order = torch.randperm(c.numel(), generator=generator).to(c.device)
+        return c.reshape(-1)[order].reshape(c.shape)
+    noise = torch.randn(c.shape, generator=generator, dtype=torch.float32)
     return c + noise.to(device=c.device, dtype=c.dtype) * (c.float().abs().mean() + 1).to(c.dtype)
+
+
+def _wrote_a_constant(t: torch.Tensor, now: torch.Tensor, span: tuple[int, int]) -> bool:
+    size = t.element_size()
+    lo, hi = span[0] - span[0] % size, min(span[1] + (-span[1]) % size, now.numel())
+    return trivial_bytes(now[lo:hi], t.dtype)
 
 
 def _bit_equal(a: Any, b: Any) -> bool:
@@ -354,7 +369,9 @@ class ReplayOps:
             probe.execute(list(inputs), [_perturbed(c) for c in fresh()])
         except Exception:  # noqa: BLE001 - constants out of their domain: no launch shown to read them
             return checked, 0
-        reads = {i for (i, pos), d in probe.write_digests.items() if capture.write_digests.get((i, pos)) != d}
+        # a constant written is no work, whatever changes it (red team, round twelve: a zero gate from a buffer)
+        reads = {i for (i, pos), d in probe.write_digests.items()
+                 if capture.write_digests.get((i, pos)) != d and (i, pos) not in capture.constant_writes}
         if probe.overflow or not reads:
             return checked, 0
         again = Run(program, kernels, self.device, "mixed", captured={i: probe.captured[i] for i in reads})

@@ -208,3 +208,118 @@ def test_honest_moves_of_inputs_and_work_on_parameters_pass(judge: Judge, name: 
     assert ev.verdict == Verdict.passed, summary(ev)
     parameters = ev.work["replay"].get("parameter_launches") if ev.work else None
     assert (parameters == 1) == name.startswith("a_parameters"), ev.work
+
+
+# -- round twelve -----------------------------------------------------------------------------------------------
+
+NEG_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return -x
+
+
+def get_inputs():
+    return [torch.randn(512)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# PyTorch negates through a negated view, materialized by clone: that was a "move" of an input
+NEGATED_BY_PYTORCH = forward('''
+y = torch._neg_view(x).clone()
+out = torch.empty_like(x)
+copy_kernel[grid(n)](y, out, n, BLOCK=128)
+return out''')
+
+# a kernel writes |x| * c with c a zero buffer: +0.0 everywhere, which changes when c is perturbed
+ZERO_GATE_FROM_A_BUFFER = KERNELS + '''
+
+@triton.jit
+def gate_kernel(src, c, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.abs(tl.load(src + offs, mask=mask)) * tl.load(c), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("c", torch.zeros(1))
+
+    def forward(self, x):
+        n = x.numel()
+        g = torch.empty_like(x)
+        gate_kernel[grid(n)](x, self.c, g, n, BLOCK=128)
+        return x * 2 + 1 + g
+'''
+
+INT8_TASK = '''
+import torch
+import torch.nn as nn
+
+SCALE = 0.05
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("wq", torch.randint(-127, 128, (16, 32), dtype=torch.int8))
+
+    def forward(self, x):
+        return x @ (self.wq.float() * SCALE).t()
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+INT8_DEQUANTIZED = HEADER + '''
+SCALE = 0.05
+
+
+@triton.jit
+def dequant_kernel(q_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(q_ptr + offs, mask=mask).to(tl.float32) * scale, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("wq", torch.randint(-127, 128, (16, 32), dtype=torch.int8))
+
+    def forward(self, x):
+        w = torch.empty(self.wq.shape, dtype=torch.float32, device=x.device)
+        dequant_kernel[(triton.cdiv(w.numel(), 128),)](self.wq, w, w.numel(), SCALE, BLOCK=128)
+        return x @ w.t()
+'''
+
+
+def test_a_negated_view_materialized_by_pytorch_is_its_work_not_a_move(judge: Judge) -> None:
+    """Red team, round twelve: `_neg_view(x).clone()` counted as moving an input, and the kernel's copy of it as
+    a negation task's work."""
+    ev = judged(judge, NEGATED_BY_PYTORCH, task=task(NEG_TASK, name="neg"))
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+
+
+def test_a_zero_gate_computed_from_a_buffer_gets_no_credit_for_the_parameters(judge: Judge) -> None:
+    """Round twelve: perturbing the zero buffer changed the gate, and the parameters' check took that for work."""
+    ev = judged(judge, ZERO_GATE_FROM_A_BUFFER)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+
+
+def test_an_int8_weight_dequantized_by_a_kernel_passes(judge: Judge) -> None:
+    """Round twelve: integer constants were never perturbed, so a kernel dequantizing one got no credit."""
+    ev = judged(judge, INT8_DEQUANTIZED, task=task(INT8_TASK, name="int8"))
+    assert ev.verdict == Verdict.passed and ev.work["replay"].get("parameter_launches") == 1, summary(ev)
