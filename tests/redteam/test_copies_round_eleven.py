@@ -21,22 +21,16 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import judged, summary
+from tests.redteam.conftest import TOKEN_KERNELS, judged, summary
 from tests.test_judge_cases import HEADER, task
 
-KERNELS = HEADER + '''
+KERNELS = HEADER + TOKEN_KERNELS + '''
+
 @triton.jit
 def iota_kernel(out, n, base, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out + offs, (offs + base).to(out.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
 
 
 @triton.jit
