@@ -24,7 +24,7 @@ from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
 from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
 from .pool import CallResult, Pool, WorkerConfig
-from .runners import describe_status
+from .runners import describe_status, with_limits
 from .. import pyparse
 
 Progress = Callable[[float, str], None]
@@ -322,10 +322,6 @@ def _static_problem(source: str, max_bytes: int) -> ErrorDetail | None:
 
 
 def _crash_detail(call: CallResult, cand: CandidateFile) -> ErrorDetail:
-    if "memory" in call.limits:
-        return from_fault_dump(call.log, cand, f"the worker process {describe_status(None, call.limits)} while "
-                               "running the candidate (host memory: tensors or buffers kept on the CPU?)",
-                               exception="HostMemoryLimit")
     code = call.exitcode
     if code is not None and code < 0:
         try:
@@ -334,7 +330,9 @@ def _crash_detail(call: CallResult, cand: CandidateFile) -> ErrorDetail:
             how = f"was killed by signal {-code}"
     else:
         how = f"exited with code {code}"
-    how += ", after its sandbox refused it more processes" if "processes" in call.limits else ""
-    return from_fault_dump(call.log, cand, f"the worker process {how} while running the candidate "
-                           "(a segfault, os._exit, or a fatal CUDA error such as an out-of-bounds access?)",
-                           exception="WorkerCrashed")
+    said = f"the worker process {with_limits(how, call.limits)} while running the candidate"
+    if "memory" in call.limits:
+        return from_fault_dump(call.log, cand, f"{said} (host memory: tensors or buffers kept on the CPU?)",
+                               exception="HostMemoryLimit")
+    return from_fault_dump(call.log, cand, f"{said} (a segfault, os._exit, or a fatal CUDA error such as an "
+                           "out-of-bounds access?)", exception="WorkerCrashed")

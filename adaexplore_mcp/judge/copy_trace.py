@@ -135,7 +135,7 @@ def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> b
     of the same byte size), or its values converted to `dtype` (a kernel that only narrows float64 to float32, or
     turns PyTorch's float argmax into int64: red team, round ten). Constant values (one distinct value) never
     count: zero-filling is not a copy."""
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     if region.device != src.device or region.numel() < 2 * size or region.numel() % size or \
             region.storage_offset() % size:
         return False
@@ -147,14 +147,21 @@ def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> b
         not src.is_complex() and torch.equal(src.reshape(-1).to(dtype), region.view(dtype))
 
 
-def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
-    """All of a tensor's storage as bytes."""
+def storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """All of a tensor's storage as bytes: a kernel may write anywhere in the memory of an argument."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def whole_elements(span: tuple[int, int], t: torch.Tensor) -> tuple[int, int]:
+    """A byte range of `t`'s storage widened to whole elements of `t`: a byte a write left as it was may belong
+    to an element it changed (0.0 over NaN changes a float's two high bytes only)."""
+    size, (lo, hi) = t.element_size(), span
+    return lo - lo % size, min(hi + (-hi) % size, t.untyped_storage().nbytes())
 
 
 def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
     """`_trivial` for bytes of a `dtype` storage (a range a launch wrote, a part of an output)."""
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     if data.numel() % size or data.storage_offset() % size or not data.numel():
         return data.numel() == 0
     return _trivial(data.view(dtype))
@@ -185,8 +192,7 @@ class CopyTrace:
         self.origins = OriginMap()
         for t in tensors:
             self.origins.set(storage_key(t), 0, t.untyped_storage().nbytes(), KNOWN)
-        self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it
-        self.kernel_written: set[int] = set()  # storages a candidate kernel changed during the call
+        self.writer: dict[int, str] = {}  # storage -> the last candidate kernel that changed it (during the call)
         # digests of the inputs and parameters, and of PyTorch's copies of them (`.contiguous()` of an input's
         # view): a kernel moving those is doing a data-movement task's work
         self.known_values = {tensor_digest(t) for t in tensors}
@@ -229,12 +235,9 @@ class CopyTrace:
             if key not in written or key in done:
                 continue
             done.add(key)
-            lo, hi = written[key]
-            size = dst.element_size()  # whole elements: a byte that did not change may belong to one that did
-            lo, hi = lo - lo % size, min(hi + (-hi) % size, dst.untyped_storage().nbytes())
-            region = _storage_bytes(dst)[lo:hi]
+            lo, hi = whole_elements(written[key], dst)
+            region = storage_bytes(dst)[lo:hi]
             self.writer[key] = name
-            self.kernel_written.add(key)
             sources = [(s, o) for s, o in zip(tensors, before)
                        if o.kind in PURE and not (storage_key(s) == key and _span(s)[0] < hi and lo < _span(s)[1])]
             moved = [o for s, o in sources if moved_from(region, dst.dtype, s)]
@@ -287,12 +290,12 @@ class CopyTrace:
             lo, hi = _span(out)
             parts = self.origins.parts(key, lo, hi)
             kinds = {o.kind for _, _, o in parts}
-            if kinds <= {"known", "pytorch"} and key not in self.kernel_written:
+            if kinds <= {"known", "pytorch"} and key not in self.writer:
                 continue  # an input, or PyTorch's own work from the inputs: the substitution check judges the call
             value = tensor_digest(out)
             if value in self.known_values:
                 continue  # an input moved into the output: an identity task's work
-            data = _storage_bytes(out)
+            data = storage_bytes(out)
             if all(o.kind == "known" or (o.kind == "moved" and o.input_only) or
                    (o.kind == "pytorch" and trivial_bytes(data[a:b], out.dtype)) for a, b, o in parts):
                 continue  # inputs moved into place beside constants: a pad's or a concatenation's work

@@ -34,7 +34,7 @@ import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
-from .copy_trace import CopyTrace, launch_tensors, storage_key, trivial_bytes
+from .copy_trace import CopyTrace, launch_tensors, storage_bytes, storage_key, trivial_bytes, whole_elements
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
@@ -77,11 +77,6 @@ class _Writes(NamedTuple):
     at: torch.Tensor | slice
     data: torch.Tensor
     changed: torch.Tensor | None = None
-
-
-def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
-    """All of a tensor's storage as bytes: a kernel may write anywhere in the memory of an argument."""
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
 class Run:
@@ -219,15 +214,14 @@ class Run:
 
     def _launch(self, step: dict, i: int) -> None:
         _, kernel, args, kwargs = self._launch_parts(step)
-        watching = self.mode == "capture" and not self.overflow
-        watched = self._watched(args, kwargs) if watching else None
-        before = [_storage_bytes(t).clone() for _, t in watched] if watched is not None else None
+        watched = self._watched(args, kwargs) if self.mode == "capture" and not self.overflow else None
+        before = [storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
         written: dict[int, tuple[int, int]] | None = None
         if watched is not None and before is not None:
             written = {}
             for (pos, t), old in zip(watched, before):
-                now = _storage_bytes(t)
+                now = storage_bytes(t)
                 changed = old != now
                 if not bool(changed.any()):
                     continue
@@ -277,7 +271,7 @@ class Run:
         _, _, args, kwargs = self._launch_parts(step)
         tensors = launch_tensors(args, kwargs)
         for kept in self.captured.get(i, []):
-            target = _storage_bytes(tensors[kept.pos]) if kept.pos < len(tensors) else None
+            target = storage_bytes(tensors[kept.pos]) if kept.pos < len(tensors) else None
             if target is None or target.numel() != kept.size:
                 raise ReplayError("the program's launches take other arguments on other inputs")
             if kept.changed is None:  # scattered: positions and their bytes
@@ -313,8 +307,7 @@ def _perturbed(c: torch.Tensor) -> torch.Tensor:
 
 
 def _wrote_a_constant(t: torch.Tensor, now: torch.Tensor, span: tuple[int, int]) -> bool:
-    size = t.element_size()
-    lo, hi = span[0] - span[0] % size, min(span[1] + (-span[1]) % size, now.numel())
+    lo, hi = whole_elements(span, t)
     return trivial_bytes(now[lo:hi], t.dtype)
 
 

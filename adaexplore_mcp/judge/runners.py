@@ -325,10 +325,14 @@ class RunnerHandle:
 
 def describe_status(status: int | None, limits: Sequence[str] = ()) -> str:
     """How a runner ended, in words; `limits`: what its sandbox's group refused it (sandbox_cgroup.limits_hit)."""
+    return with_limits(_describe_status(status), limits)
+
+
+def with_limits(how: str, limits: Sequence[str]) -> str:
+    """How a runner ended (`how`), said again with the limits its sandbox's group refused it."""
     if "memory" in limits:
         return "went over its sandbox's limit on host memory and was killed by the kernel"
-    said = _describe_status(status)
-    return said + ", after its sandbox refused it more processes" if "processes" in limits else said
+    return how + ", after its sandbox refused it more processes" if "processes" in limits else how
 
 
 def _describe_status(status: int | None) -> str:

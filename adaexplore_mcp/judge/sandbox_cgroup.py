@@ -113,12 +113,13 @@ def group_dirs(pid: int) -> list[tuple[Hierarchy, str]]:
     return [(h, os.path.join(h.own, GROUP, f"runner-{pid}")) for h in hierarchies()]
 
 
-def join(max_processes: int | None, max_memory_bytes: int | None, cpu: bool = True) -> list[tuple[str, str | None]]:
+def join(max_processes: int | None, max_memory_bytes: int | None,
+         cpu: bool = True) -> list[tuple[str, OSError | str | None]]:
     """Make this process's group (its pid: the zygote knows it) in every hierarchy, set the limits, move in.
-    Returns (mechanism, None) for each limit applied and (mechanism, why) for each that could not be."""
+    Returns (mechanism, None) for each limit applied and (mechanism, why) for each that could not be (sandbox
+    Log.miss words an OSError)."""
     wanted = {"pids": max_processes, "memory": max_memory_bytes, "cpu": 0 if cpu else None}
-    results: list[tuple[str, str | None]] = []
-    placed: set[str] = set()
+    results: list[tuple[str, OSError | str | None]] = []
     for h, path in group_dirs(os.getpid()):
         ctrls = [c for c in h.controllers if wanted[c] is not None]
         if not ctrls:
@@ -131,15 +132,12 @@ def join(max_processes: int | None, max_memory_bytes: int | None, cpu: bool = Tr
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.rmdir(path)
-            why = (e.strerror or str(e)) + (f" ({e.filename})" if e.filename else "")
-            results += [(f"cgroup-{c}", why) for c in ctrls]
+            results += [(f"cgroup-{c}", e) for c in ctrls]
             continue
         results += [(f"cgroup-{c}", None) for c in ctrls]
-        placed.update(ctrls)
-    results += [(f"cgroup-{c}", "no cgroup hierarchy with this controller is mounted")
-                for c, limit in wanted.items() if limit is not None and c not in placed
-                and not any(name == f"cgroup-{c}" for name, _ in results)]
-    return results
+    named = {name for name, _ in results}
+    return results + [(f"cgroup-{c}", "no cgroup hierarchy with this controller is mounted")
+                      for c, limit in wanted.items() if limit is not None and f"cgroup-{c}" not in named]
 
 
 def _make(h: Hierarchy, path: str, ctrls: list[str]) -> None:
