@@ -31,12 +31,14 @@ legitimate data-movement kernels fed by `.contiguous()`); whole PyTorch values l
 that concatenates PyTorch's halves), pieces equal to an input excepted (a concatenation task).
 
 Origins are kept per byte range: a write to part of a buffer (PyTorch's, or a kernel's) leaves a copy elsewhere
-in it a copy (red team, rounds ten and eleven), and a launch's copy is judged on the bytes it changed (the first n
-elements of a larger buffer). `cancelled`: PyTorch turned a kernel's values into one constant (`p - w * 2`), so
-what it computes from them carries no kernel work. A kernel that moves an input, whole or converted to another
-dtype, does an identity or cast task's work, and an output made of inputs moved into place beside constants (a
-pad, a concatenation by several launches) is not a copy. Not recognised: a kernel that
-copies one or two elements of an input, which PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that
+in it a copy (red team, rounds ten and eleven), and a launch's copy is judged on the runs of bytes it changed
+(the first n elements of a larger buffer; the two ends of an output PyTorch filled in between, round thirteen),
+against what it read. An output the kernels computed less of than PyTorch did is PyTorch's work. `cancelled`:
+PyTorch turned a kernel's values into one constant (`p - w * 2`), or computed a result they had no effect on
+(`y + k * 1e-30`: op_sensitivity.py), which carries no kernel work. A kernel that moves an input, whole or
+converted to another dtype, does an identity or cast task's work, and an output made of inputs moved into place
+beside constants (a pad, a concatenation by several launches) is not a copy. Values are compared as numbers (a
+-0.0 for a 0.0 is no work). Not recognised: a kernel that copies one or two elements of an input, which PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that
 PyTorch undoes is a documented limit; on a GPU the kernels' share of device time says it (under 10% warns).
 """
 
@@ -50,6 +52,7 @@ from typing import Any
 import torch
 
 from .compare import MAX_NESTING, as_tensors, flat_tensors
+from .op_sensitivity import ignores
 from .origin_map import PYTORCH, Origin, OriginMap
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
@@ -100,7 +103,7 @@ def written_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
                            if a.alias_info is not None and a.alias_info.is_write], {})
 
 
-MAX_TILE_SIZES, TILE_BUDGET = 32, 4  # the concatenation check's bounds (CopyTrace._tiled)
+TILE_HEAD, TILE_BUDGET = 64, 4  # the concatenation check's lookup (bytes) and bound (CopyTrace._tiled)
 # In-place operators that overwrite their first argument without reading it.
 _OVERWRITES = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"})
 
@@ -132,9 +135,10 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> bool:
     """Whether the bytes a launch changed (`region`, of a `dtype` storage) hold `src`'s values: its bytes (any dtype
-    of the same byte size), or its values converted to `dtype` (a kernel that only narrows float64 to float32, or
-    turns PyTorch's float argmax into int64: red team, round ten). Constant values (one distinct value) never
-    count: zero-filling is not a copy."""
+    of the same byte size), its values up to the sign of a zero or a NaN's payload (a kernel that turned PyTorch's
+    +0.0 into -0.0 changed no value: red team, round thirteen), or its values converted to `dtype` (a kernel that
+    only narrows float64 to float32, or turns PyTorch's float argmax into int64: round ten). Constant values (one
+    distinct value) never count: zero-filling is not a copy."""
     size = dtype.itemsize
     if region.device != src.device or region.numel() < 2 * size or region.numel() % size or \
             region.storage_offset() % size:
@@ -143,8 +147,24 @@ def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> b
         return False
     if region.numel() == src.numel() * src.element_size() and torch.equal(region, _flat_bytes(src)):
         return True
-    return region.numel() // size == src.numel() and dtype != src.dtype and not dtype.is_complex and \
-        not src.is_complex() and torch.equal(src.reshape(-1).to(dtype), region.view(dtype))
+    if region.numel() // size != src.numel() or dtype.is_complex or src.is_complex():
+        return False
+    if dtype == src.dtype:
+        return dtype.is_floating_point and _same_values(region.view(dtype), src.reshape(-1))
+    return torch.equal(src.reshape(-1).to(dtype), region.view(dtype))
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal as numbers, a NaN equal to a NaN (`torch.equal` takes -0.0 for 0.0 but no NaN for a NaN)."""
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
+def canonical(t: torch.Tensor) -> torch.Tensor:
+    """A float tensor with every zero +0.0 and every NaN one NaN, so that digests compare values, not bit patterns
+    a kernel can flip without computing anything; other dtypes as they are."""
+    if not t.dtype.is_floating_point or not t.numel():
+        return t
+    return torch.where(t.isnan(), torch.full((), float("nan"), dtype=t.dtype, device=t.device), t + 0.0)
 
 
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -159,6 +179,28 @@ def whole_elements(span: tuple[int, int], t: torch.Tensor) -> tuple[int, int]:
     return lo - lo % size, min(hi + (-hi) % size, t.untyped_storage().nbytes())
 
 
+RUN_GAP, MAX_RUNS = 64, 64  # changed_runs: elements left as they were that split a write; ranges kept at most
+
+
+def changed_runs(changed: torch.Tensor, itemsize: int) -> list[tuple[int, int]]:
+    """The byte ranges of a storage a launch changed (`changed`: a flag per byte), in whole elements of `itemsize`,
+    runs fewer than RUN_GAP elements apart joined; one range from the first change to the last beyond MAX_RUNS.
+    A kernel that wrote the two ends of an output PyTorch filled in between did not compute the middle (red team,
+    round thirteen), which one range from the first change to the last said it did."""
+    pad = (-changed.numel()) % itemsize
+    flags = torch.cat([changed, changed.new_zeros(pad)]).view(-1, itemsize).any(1) if pad else \
+        changed.view(-1, itemsize).any(1)
+    at = flags.nonzero().flatten()
+    if not at.numel():
+        return []
+    breaks = ((at[1:] - at[:-1]) > RUN_GAP).nonzero().flatten()
+    if breaks.numel() >= MAX_RUNS:
+        return [(int(at[0]) * itemsize, min((int(at[-1]) + 1) * itemsize, changed.numel()))]
+    starts = [int(at[0]), *(int(at[b + 1]) for b in breaks.tolist())]
+    ends = [*(int(at[b]) + 1 for b in breaks.tolist()), int(at[-1]) + 1]
+    return [(a * itemsize, min(b * itemsize, changed.numel())) for a, b in zip(starts, ends)]
+
+
 def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
     """`_trivial` for bytes of a `dtype` storage (a range a launch wrote, a part of an output)."""
     size = dtype.itemsize
@@ -170,6 +212,7 @@ def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
 PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
 KNOWN, KERNEL = Origin("known"), Origin("kernel")
 CANCELLED = "(cancelled by PyTorch)"  # pytorch_copies' name for an output whose kernel values PyTorch cancelled
+MOSTLY = "(mostly PyTorch) "  # ... and for one the kernels computed less of than PyTorch did ("<theirs>/<all>")
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Operators whose tensor arguments give only a shape, a dtype or a device (`zeros_like(k)` reads nothing of k)
 _SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
@@ -198,63 +241,83 @@ class CopyTrace:
         self.known_values = {tensor_digest(t) for t in tensors}
         self.pytorch_values: set[tuple[int, int]] = set()  # digests of what PyTorch computed without the kernels
         self.sizes: set[int] = set()  # their byte counts
+        self.starts: dict[tuple[int, int], set[int]] = {}  # digest of a value's first TILE_HEAD bytes -> its sizes
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
     def _origin(self, t: torch.Tensor) -> Origin:
         return self.origins.read(storage_key(t), *_span(t))
 
-    def _remember(self, t: torch.Tensor, conversions: bool = False) -> None:
-        """A value no kernel computed, by digest (with `conversions`, also as every other float dtype: a kernel
-        that narrows it moves it too); once per version of a tensor (PyTorch's in-place writes count)."""
-        mark = (storage_key(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
-        done = self._seen.get(mark)
+    def _remember(self, t: torch.Tensor, conversions: bool = False, traced: bool = True) -> None:
+        """A value no kernel computed, by digest of its canonical values (with `conversions`, also as every other
+        float dtype: a kernel that narrows it moves it too); once per write seen to its memory (`traced`: a tensor
+        of the call, not a snapshot of one)."""
+        key = storage_key(t)
+        mark = (key, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, self.origins.generation(key))
+        done = self._seen.get(mark) if traced else None
         if done is True or (done is False and not conversions) or not t.numel() or _trivial(t):
             return  # zero-filled buffers tile nothing: honest outputs hold zeros too
-        self._seen[mark] = conversions
+        if traced:
+            self._seen[mark] = conversions
         others = [d for d in _FLOATS if d != t.dtype] if conversions and t.dtype in _FLOATS else []
+        value = canonical(t)
         for as_dtype in ([] if done is False else [None]) + others:
-            digest = tensor_digest(t, as_dtype)
+            digest = tensor_digest(value, as_dtype)
             self.pytorch_values.add(digest)
             self.sizes.add(digest[0])
+            head = value.reshape(-1)[:-(-TILE_HEAD // (as_dtype or t.dtype).itemsize)]
+            self.starts.setdefault(tensor_digest(head, as_dtype), set()).add(digest[0])
 
     def after(self, kernel: Any, args: Any, kwargs: dict,
-              written: Mapping[int, tuple[int, int]] | set[int] | None = None) -> None:
+              written: Mapping[int, tuple[int, int] | list[tuple[int, int]]] | set[int] | None = None,
+              before: Mapping[int, torch.Tensor] | None = None) -> None:
+        """`written` may give a storage several ranges (`changed_runs`), each judged on its own. `before`: the
+        bytes of storages the launch changed as they were before it, so that a copy is judged against what the kernel read (red team, round thirteen: a kernel that copied PyTorch's answer and then
+        overwrote it hid the copy from a comparison made afterwards)."""
         tensors = launch_tensors(args, kwargs)
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
-        before = [self._origin(t) for t in tensors]
+        origins = [self._origin(t) for t in tensors]
         if written is None:
-            written = {storage_key(t): _span(t) for t, o in zip(tensors, before) if o.kind != "known"}
+            written = {storage_key(t): _span(t) for t, o in zip(tensors, origins) if o.kind != "known"}
         elif not isinstance(written, Mapping):
             written = {storage_key(t): _span(t) for t in tensors if storage_key(t) in written}
-        for t, o in zip(tensors, before):  # a PyTorch result handed to a kernel, left as it was (it has run by now)
-            if o.kind in ("pytorch", "moved", "laundered", "cancelled") and storage_key(t) not in written:
-                self._remember(t, conversions=True)
+        read = [_as_before(t, before) for t in tensors]  # what the launch read (a snapshot where it wrote)
+        for t, was, o in zip(tensors, read, origins):  # a PyTorch result handed to a kernel (it has run by now)
+            if o.kind in ("pytorch", "moved", "laundered", "cancelled") and \
+                    (was is not t or storage_key(t) not in written):
+                self._remember(was, conversions=True, traced=was is t)
         done: set[int] = set()
-        for dst in tensors:  # each storage the launch changed, once: the range it changed there
+        for dst in tensors:  # each storage the launch changed, once: the ranges it changed there
             key = storage_key(dst)
             if key not in written or key in done:
                 continue
             done.add(key)
-            lo, hi = whole_elements(written[key], dst)
-            region = storage_bytes(dst)[lo:hi]
-            self.writer[key] = name
-            sources = [(s, o) for s, o in zip(tensors, before)
-                       if o.kind in PURE and not (storage_key(s) == key and _span(s)[0] < hi and lo < _span(s)[1])]
-            moved = [o for s, o in sources if moved_from(region, dst.dtype, s)]
-            if moved:  # an input's copy too: PyTorch's work on it is laundered
-                inputs_only = all(o.kind == "known" for o in moved)
-                self.origins.set(key, lo, hi, Origin("moved", name, inputs_only))
-                if inputs_only:  # an input, or one in another dtype: an identity or cast task's output is that
-                    self.known_values.add(tensor_digest(region))
-            else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
-                self.origins.set(key, lo, hi, PYTORCH if trivial_bytes(region, dst.dtype) else KERNEL)
+            runs = written[key]
+            for span in runs if isinstance(runs, list) else [runs]:
+                self._wrote(name, dst, whole_elements(span, dst), read, origins)
+
+    def _wrote(self, name: str, dst: torch.Tensor, span: tuple[int, int], read: list[torch.Tensor],
+               origins: list[Origin]) -> None:
+        """One range a launch changed: a move of a value no kernel computed, a constant, or the kernel's work."""
+        key, (lo, hi) = storage_key(dst), span
+        region = storage_bytes(dst)[lo:hi]
+        self.writer[key] = name
+        sources = [(s, o) for s, o in zip(read, origins) if o.kind in PURE and
+                   not (storage_key(s) == key and _span(s)[0] < hi and lo < _span(s)[1])]
+        moved = [o for s, o in sources if moved_from(region, dst.dtype, s)]
+        if moved:  # an input's copy too: PyTorch's work on it is laundered
+            inputs_only = all(o.kind == "known" for o in moved)
+            self.origins.set(key, lo, hi, Origin("moved", name, inputs_only))
+            if inputs_only:  # an input, or one in another dtype: an identity or cast task's output is that
+                self.known_values.add(tensor_digest(region))
+        else:  # a constant written (a gate, a zero-fill) is no work: what PyTorch computes with it stays pure
+            self.origins.set(key, lo, hi, PYTORCH if trivial_bytes(region, dst.dtype) else KERNEL)
 
     def pytorch_op(self, op: Any, args: Any, kwargs: dict, result: Any) -> None:
         """After an ATen operator: what it made, and what it wrote in place (`add_`, `out=`, `copy_`), takes its
         inputs' origin: `pytorch` when no kernel computed any of them (remembered by digest), `laundered` when one
         was moved, `derived` when a kernel computed one, `known` when it only moved inputs (`.contiguous()`),
-        `cancelled` when a kernel's values came out as one constant. Whoever made the memory: a result PyTorch
-        computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
+        `cancelled` when a kernel's values came out as one constant or changed nothing (op_sensitivity.py).
+        Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
         copy too (red team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
         origins = [self._origin(t) for t in inputs]
@@ -263,25 +326,29 @@ class CopyTrace:
         kind = "pytorch" if kinds <= set(PURE) else "derived"
         kind = "laundered" if kind == "pytorch" and movers else kind
         kind = "cancelled" if kind == "pytorch" and "cancelled" in kinds else kind
+        computed = [t for t, o in zip(inputs, origins) if o.kind in ("kernel", "derived")]
+        ignored = kind == "derived" and len(computed) < len(inputs) and \
+            ignores(op, args, kwargs, result, computed)  # a kernel's value mixed in to no effect: round thirteen
         moves_inputs = bool(inputs) and kinds == {"known"} and _moves_values(op, inputs, result)
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys]  # not a view
         for t in [*written_by(op, args, kwargs), *made]:
             # a kernel's values that PyTorch turned into one constant (`p - w * 2` where p is the kernel's
             # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
-            cancels = kind == "derived" and t.numel() > 1 and _trivial(t)
+            cancels = ignored or (kind == "derived" and t.numel() > 1 and _trivial(t))
             origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else \
                 Origin(kind, movers[0] if kind == "laundered" else "")
             self.origins.set(storage_key(t), *_span(t), origin)
             if moves_inputs:
                 self.known_values.add(tensor_digest(t))
-            elif kind != "derived" and inputs:
+            elif (kind != "derived" or ignored) and inputs:
                 self._remember(t)
 
     def pytorch_copies(self, result: Any) -> dict[int, str]:
         """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
         the kernel that moved it ("" when PyTorch computed it from a kernel's result that did no work,
-        CANCELLED when PyTorch cancelled the kernels' values)."""
+        CANCELLED when PyTorch cancelled the kernels' values, MOSTLY and the elements' count when the kernels computed
+        less of it than PyTorch did)."""
         found: dict[int, str] = {}
         for i, out in enumerate(as_tensors(result)):
             if not isinstance(out, torch.Tensor) or _trivial(out):
@@ -292,32 +359,39 @@ class CopyTrace:
             kinds = {o.kind for _, _, o in parts}
             if kinds <= {"known", "pytorch"} and key not in self.writer:
                 continue  # an input, or PyTorch's own work from the inputs: the substitution check judges the call
-            value = tensor_digest(out)
-            if value in self.known_values:
+            if tensor_digest(out) in self.known_values:
                 continue  # an input moved into the output: an identity task's work
             data = storage_bytes(out)
             if all(o.kind == "known" or (o.kind == "moved" and o.input_only) or
                    (o.kind == "pytorch" and trivial_bytes(data[a:b], out.dtype)) for a, b, o in parts):
                 continue  # inputs moved into place beside constants: a pad's or a concatenation's work
             suspect = [o for _, _, o in parts if o.kind in ("moved", "laundered", "cancelled") and not o.input_only]
+            work, theirs = _shares(parts, data, out.dtype)
             if suspect and not kinds & {"kernel", "derived"}:
                 found[i] = CANCELLED if suspect[0].kind == "cancelled" else suspect[0].mover or "?"
-            elif value in self.pytorch_values or self._tiled(out):  # a kernel's (or PyTorch's from one) equal to
-                found[i] = self.writer.get(key, "")                  # PyTorch's own values: the kernels added nothing
+            elif theirs > work:  # a kernel computed two elements, PyTorch the rest: round thirteen
+                found[i] = f"{MOSTLY}{work // out.element_size()}/{(work + theirs) // out.element_size()}"
+            elif tensor_digest(canonical(out)) in self.pytorch_values or self._tiled(out):
+                found[i] = self.writer.get(key, "")  # a kernel's (or PyTorch's from one) equal to PyTorch's own values
         return found
 
     def _tiled(self, out: torch.Tensor) -> bool:
         """Whether the output's bytes are two or more values PyTorch computed, end to end (a kernel that only
-        concatenated PyTorch's halves: red team, round eight). Each piece is looked up by its digest, from the
-        output's start; the bytes digested are bounded by TILE_BUDGET times the output's."""
-        data = _flat_bytes(out)
+        concatenated PyTorch's halves: red team, round eight). From the output's start, each piece is a value
+        whose first TILE_HEAD bytes are the output's there (looked up by their digest, so a value that does not
+        begin there costs nothing: round thirteen's many sizes just under the output's crowded out its halves
+        when every size was tried), confirmed by its digest; the bytes confirmed are bounded by TILE_BUDGET
+        times the output's."""
+        data = _flat_bytes(canonical(out))
         n = data.numel()
-        sizes = sorted((s for s in self.sizes if s < n), reverse=True)[:MAX_TILE_SIZES]
+        short = {s for s in self.sizes if s < TILE_HEAD}  # values shorter than a head are digested whole
         frontier, reached, budget = [0], {0}, TILE_BUDGET * n
         while frontier:
             at = frontier.pop()
-            for size in sizes:
-                if at + size > n or size > budget:
+            sizes = short | (self.starts.get(tensor_digest(data[at:at + TILE_HEAD]), set()) if at + TILE_HEAD <= n
+                             else set())
+            for size in sorted(sizes, reverse=True):
+                if size >= n or at + size > n or size > budget:
                     continue
                 budget -= size
                 piece = tensor_digest(data[at:at + size])
@@ -328,6 +402,24 @@ class CopyTrace:
                         reached.add(at + size)
                         frontier.append(at + size)
         return False
+
+
+def _shares(parts: list[tuple[int, int, Origin]], data: torch.Tensor, dtype: torch.dtype) -> tuple[int, int]:
+    """An output's bytes the kernels computed (alone or with PyTorch), and those PyTorch computed from values no
+    kernel computed (inputs moved into place and constants, a pad's or a concatenation's, are neither)."""
+    work = sum(b - a for a, b, o in parts if o.kind in ("kernel", "derived"))
+    theirs = sum(b - a for a, b, o in parts if o.kind in ("pytorch", "moved", "laundered", "cancelled")
+                 and not o.input_only and not trivial_bytes(data[a:b], dtype))
+    return work, theirs
+
+
+def _as_before(t: torch.Tensor, before: Mapping[int, torch.Tensor] | None) -> torch.Tensor:
+    """`t` over its storage's bytes as they were before the launch, where the capture kept them; else `t`."""
+    old = before.get(storage_key(t)) if before else None
+    if old is None:
+        return t
+    view = torch.empty(0, dtype=t.dtype, device=t.device)
+    return view.set_(old.untyped_storage(), t.storage_offset(), t.shape, t.stride())
 
 
 def _moves_values(op: Any, inputs: list[torch.Tensor], result: Any) -> bool:
@@ -353,4 +445,4 @@ def _trivial(t: torch.Tensor) -> bool:
     return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
-__all__ = ["CANCELLED", "CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]
+__all__ = ["CANCELLED", "MOSTLY", "CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]

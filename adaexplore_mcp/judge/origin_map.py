@@ -37,10 +37,19 @@ class OriginMap:
 
     def __init__(self) -> None:
         self._segments: dict[int, list[tuple[int, int, Origin]]] = {}
+        self._generations: dict[int, int] = {}
+
+    def generation(self, key: int) -> int:
+        """How many writes to this memory were seen: a value's identity between two of them. A tensor's `_version`
+        is not: an alias made with `set_()` (the replay's `from_numpy`) or memory freed and allocated again starts
+        a counter of its own at 0 over the same bytes (red team, round thirteen: PyTorch's answer, written
+        through an alias, repeated the mark of the value before it and was never remembered)."""
+        return self._generations.get(key, 0)
 
     def set(self, key: int, lo: int, hi: int, origin: Origin) -> None:
         if hi <= lo:
             return
+        self._generations[key] = self._generations.get(key, 0) + 1
         kept = []
         for a, b, o in self._segments.get(key, []):
             if b <= lo or a >= hi:

@@ -27,7 +27,7 @@ import torch
 
 from . import precision, wire
 from .compare import as_tensors, compare, nbytes
-from .copy_trace import CANCELLED
+from .copy_trace import CANCELLED, MOSTLY
 from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
@@ -186,6 +186,13 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                    f"computed (a kernel's result minus the same values computed in PyTorch, or multiplied by zero) "
                    f"before {which}, which is then PyTorch's own work: the candidate's own kernels must compute "
                    "the result")
+        return False
+    if copies and str(copies[0][1]).startswith(MOSTLY):
+        which = f"output {copies[0][0]}" if count > 1 else "the output"
+        out.reject("work_not_in_candidate_kernels", f"the candidate's kernels computed only "
+                   f"{str(copies[0][1])[len(MOSTLY):][:40]} of the elements of {which}; PyTorch operators computed the "
+                   "rest inside forward from values no candidate kernel computed: the candidate's own kernels must "
+                   "compute the result (at least half of it)")
         return False
     if copies:
         which = f"output {copies[0][0]}" if count > 1 else "the output"

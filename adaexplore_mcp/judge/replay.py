@@ -34,7 +34,8 @@ import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
-from .copy_trace import CopyTrace, launch_tensors, storage_bytes, storage_key, trivial_bytes, whole_elements
+from .copy_trace import (CopyTrace, changed_runs, launch_tensors, storage_bytes, storage_key, trivial_bytes,
+                         whole_elements)
 from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
@@ -218,6 +219,8 @@ class Run:
         before = [storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
         written: dict[int, tuple[int, int]] | None = None
+        was: dict[int, torch.Tensor] = {}  # the changed storages' bytes before the launch, for the copy trace
+        runs: dict[int, list[tuple[int, int]]] = {}  # ... and the ranges changed
         if watched is not None and before is not None:
             written = {}
             for (pos, t), old in zip(watched, before):
@@ -225,14 +228,15 @@ class Run:
                 changed = old != now
                 if not bool(changed.any()):
                     continue
-                written[storage_key(t)] = _changed_span(changed)
+                written[storage_key(t)], was[storage_key(t)] = _changed_span(changed), old
+                runs[storage_key(t)] = changed_runs(changed, t.element_size())
                 self.write_digests[(i, pos)] = _write_digest(now, changed)
                 if _wrote_a_constant(t, now, written[storage_key(t)]):
                     self.constant_writes.add((i, pos))
                 self._keep(i, pos, now, changed)
             del before
         if self.copies is not None:
-            self.copies.after(kernel, args, kwargs, written if not self.overflow else None)
+            self.copies.after(kernel, args, kwargs, runs if written is not None and not self.overflow else None, was)
 
     def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
         """The launch's tensor arguments whose storage a capture watches: one per storage, inputs included (a
