@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+import time
+
 import pytest
 
-from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.judge.kernel_cache import MAX_BYTES, KernelCache, read_tree, safe_name, write_tree
+from adaexplore_mcp.judge import Judge, kernel_cache
+from adaexplore_mcp.judge.kernel_cache import (
+    BLOCK, MAX_BYTES, RECORD, STALE_S, KernelCache, read_tree, recorded_charge, safe_name, write_tree,
+)
 from adaexplore_mcp.models import Verdict
 from tests.test_judge_cases import candidate, cpu_settings, task
 
@@ -43,7 +48,8 @@ def test_a_source_keeps_at_most_max_bytes(tmp_path: Path) -> None:
 
 
 def test_the_least_recently_used_sources_go_first(tmp_path: Path) -> None:
-    cache = KernelCache(tmp_path / "kernels", max_total_bytes=2500)
+    one = 4 * BLOCK  # a source's folder, its record, its folder K and its one file
+    cache = KernelCache(tmp_path / "kernels", max_total_bytes=int(2.5 * one))
     for i in range(3):
         cache.keep(f"cand_{i}", [("K/x.bin", b"y" * 1000)])
         cache.files("cand_0")  # used again: stays
@@ -57,6 +63,87 @@ def test_symlinks_in_a_tree_are_not_followed(tmp_path: Path) -> None:
     write_tree(root, [("K/a.bin", b"1")])
     (root / "K" / "link").symlink_to(tmp_path / "secret")
     assert read_tree(root) == [("K/a.bin", b"1")]
+
+
+
+def hidden(root: Path) -> list[str]:
+    return [p.name for p in root.iterdir() if p.name.startswith(".")] if root.is_dir() else []
+
+
+def test_names_that_cannot_be_written_together_are_dropped_and_the_rest_kept(tmp_path: Path) -> None:
+    """"b" a file and "b/c" a file under a folder "b": written as sent, the store failed half-way and left
+    its temporary folder (15 MiB a time) behind for good (red team, round 13)."""
+    cache = KernelCache(tmp_path / "kernels")
+    sent = [("aaa", b"1"), ("b", b"2"), ("b/c", b"3"), ("K/d.bin", b"4"), ("K", b"5"), ("e", b"6"), ("e", b"7")]
+    assert cache.keep("cand", sent) == 2
+    assert sorted(cache.files("cand")) == [("aaa", b"1"), ("e", b"6")]
+    assert hidden(cache.root) == []
+
+
+def test_a_store_that_fails_leaves_no_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = KernelCache(tmp_path / "kernels")
+    cache.keep("cand", [("K/a.bin", b"old")])
+
+    def half_then_fail(root: Path, files: list) -> int:
+        write_tree(root, files[:1])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kernel_cache, "write_tree", half_then_fail)
+    with pytest.raises(OSError):
+        cache.keep("cand", [("K/a.bin", b"new"), ("K/b.bin", b"new")])
+    assert hidden(cache.root) == []
+    assert cache.files("cand") == [("K/a.bin", b"old")]  # what was stored before stays
+
+
+def test_empty_files_and_folders_are_charged_as_blocks_and_pruned(tmp_path: Path) -> None:
+    """512 empty files, each in its own folder: 1025 inodes that counted 0 bytes and were never pruned."""
+    empty = [(f"d{i:04d}/f", b"") for i in range(512)]
+    cache = KernelCache(tmp_path / "kernels", max_total_bytes=6 << 20)
+    assert cache.keep("cand_0", empty) == 512
+    assert recorded_charge(cache.root / "cand_0") >= 512 * BLOCK * 2
+    cache.keep("cand_1", empty)
+    assert sorted(p.name for p in cache.root.iterdir()) == ["cand_1"]
+
+
+def test_the_per_source_bound_charges_blocks(tmp_path: Path) -> None:
+    cache = KernelCache(tmp_path / "kernels")
+    sent = [(f"d{i:04d}/f", b"x") for i in range(512)] + [("big.bin", b"z" * (MAX_BYTES - 512 * 2 * BLOCK))]
+    assert cache.keep("cand", sent) == 512  # the 512 tiny files took 4 MiB of the 16: the big one no longer fits
+    assert read_tree(cache.root / "cand") == sorted(sent[:512])
+
+
+def test_prune_uses_the_record_and_walks_a_folder_without_one_once(tmp_path: Path) -> None:
+    cache = KernelCache(tmp_path / "kernels")
+    cache.keep("cand", [("K/a.bin", b"y" * 5000)])
+    assert recorded_charge(cache.root / "cand") == 2 * BLOCK + BLOCK + 2 * BLOCK
+    assert RECORD not in dict(cache.files("cand"))  # never sent to a runner
+    (cache.root / "cand" / RECORD).unlink()  # stored before records were kept
+    before = (cache.root / "cand").stat().st_mtime_ns
+    cache.prune()
+    assert (cache.root / "cand" / RECORD).read_text() == str(5 * BLOCK)
+    assert (cache.root / "cand").stat().st_mtime_ns == before  # its place in the line is kept
+
+
+def test_prune_removes_stale_temporary_folders_and_counts_young_ones(tmp_path: Path) -> None:
+    """A referee that died while storing left its temporary folder: prune skipped every dot-folder."""
+    cache = KernelCache(tmp_path / "kernels", max_total_bytes=44 * BLOCK)
+    cache.keep("cand", [("K/a.bin", b"y")])  # 4 blocks
+    stale, young = cache.root / ".cand.1.2", cache.root / ".other.1.3"
+    for folder in (stale, young):
+        write_tree(folder, [(f"K/{i}.bin", b"") for i in range(40)])  # 42 blocks each, with their folders
+    old = time.time() - STALE_S - 60
+    os.utime(stale, (old, old))
+    cache.prune()
+    assert hidden(cache.root) == [young.name]
+    assert not (cache.root / "cand").exists()  # the young temporary counts: 42 + 4 blocks pass the bound of 44
+
+
+def test_at_most_max_sources_are_kept_least_recently_used_out_first(tmp_path: Path) -> None:
+    cache = KernelCache(tmp_path / "kernels", max_sources=3)
+    for i in range(5):
+        cache.keep(f"cand_{i}", [("K/x.bin", b"y")])
+        cache.files("cand_0")  # used again: stays
+    assert sorted(p.name for p in cache.root.iterdir()) == ["cand_0", "cand_3", "cand_4"]
 
 
 @pytest.fixture(scope="module")

@@ -111,7 +111,8 @@ def test_the_runner_wire_form_round_trips_and_anything_malformed_is_dropped() ->
         ("memset", "Memset (Device)", 1.0)]
     assert "events" not in collect(prof, detail=False)
     bad = {"names": ["a"], "rows": [[0, 0, 1.0, 2.0], [9, 0, 1, 1], [0, 5, 1, 1], [0, 0, "x", 1], [0, 0, 1, -1],
-                                    [0, 0, float("nan"), 1], "row", [0, 0, 1]]}
+                                    [0, 0, float("nan"), 1], [0, 0, 10 ** 400, 1], [0, 0, 1, True], "row",
+                                    [0, 0, 1]]}
     assert len(parse_events(bad)) == 1 and parse_events(None) == [] and parse_events({"names": 3}) == []
 
 

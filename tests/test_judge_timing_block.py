@@ -8,7 +8,9 @@ then, with the timed sets lent after it.
 
 from __future__ import annotations
 
+import json
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ import torch
 
 from adaexplore_mcp.judge import referee_timing, wire
 from adaexplore_mcp.judge.runner import Runner
+from adaexplore_mcp.judge.runners import RunnerHandle
 
 
 @pytest.fixture(autouse=True)
@@ -270,3 +273,78 @@ def test_a_new_draw_drops_the_old_sets_of_its_key_before_it_allocates() -> None:
     assert len(reply["sets"]) == 2
     assert seen_when_drawing == [["trial"], ["trial"]]  # other keys stay; this key's old sets went first
     assert sorted(runner.kept) == ["timing", "timing/packs", "trial"] and len(runner.kept["timing"]) == 2
+
+
+# -- a runner's numbers: JSON lets a runner send an integer of 400 digits, and float() of it raises ---------------
+
+HUGE = json.loads("1" + "0" * 400)  # valid JSON, as the wire parses it
+
+
+@pytest.mark.parametrize("value", [HUGE, -HUGE, float("nan"), float("inf"), -float("inf"), True, False, "1.5", None,
+                                   [1.0], {"float": "1.0"}])
+def test_what_is_not_a_finite_number_is_refused(value: Any) -> None:
+    assert wire.finite_number(value) is None
+
+
+def test_finite_numbers_come_back_as_floats() -> None:
+    assert [wire.finite_number(v) for v in (0, 3, -2.5, 1e308)] == [0.0, 3.0, -2.5, 1e308]
+    assert isinstance(wire.finite_number(3), float)
+
+
+def test_a_timed_block_with_a_time_too_large_for_a_float_drops_it_and_raises_nothing() -> None:
+    """Red team, round 13: `float()` of it raised OverflowError, which `evaluate` did not catch ("a bug in the
+    judge"). Dropped, the block reports fewer times than calls, and `_check_block` rejects it for that."""
+    replies = iter([{"primed": True}, json.loads('{"times_ms": [0.5, 1' + "0" * 400 + ', NaN, true]}')])
+    times, _, outs = referee_timing._block(lambda h, b: (next(replies), []), {"calls": 4}, [[1.0]], lend)
+    assert times == [0.5] and outs == []
+
+
+def test_the_profile_share_ignores_kernel_times_that_are_not_finite_numbers() -> None:
+    reply = {"kernels": [["affine_kernel", 3], ["other", HUGE], ["lib_kernel", 1.0], ["bool", True]]}
+    out = SimpleNamespace(kernels=["affine_kernel"], warnings=[])
+    ev = SimpleNamespace(make_inputs=lambda seeds, key: [([torch.zeros(2)], None)], set_bytes=0, out=out,
+                         cand_call=lambda header, buffers: (reply, []))
+    assert referee_timing.profile_share(ev)["candidate_kernel_share"] == 0.75
+    assert referee_timing.profile_share(SimpleNamespace(**{**vars(ev), "cand_call": lambda h, b: (
+        {"kernels": [["affine_kernel", HUGE]]}, [])})) is None
+
+
+def test_an_op_trace_ignores_numbers_that_are_not_finite() -> None:
+    handle = RunnerHandle.__new__(RunnerHandle)
+    handle.trace, handle.role = {}, "cand"
+    handle._trace("forward", time.perf_counter(), {"op_ms": HUGE, "op_imports": [HUGE, "torch"],
+                                                   "op_prof": [["f", HUGE, 1.0], ["g", 2.0, 1.0]]})
+    assert handle.trace["cand.forward"][2] == 0.0 and handle.trace["imports cand.forward torch"] == [0.0]
+    assert "prof cand.forward f" not in handle.trace and handle.trace["prof cand.forward g"] == [1, 2.0, 1.0]
+
+
+def test_an_arithmetic_error_reading_a_runners_answer_rejects_the_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backstop: whatever conversion is missed, a runner's number too large for a float is its candidate's
+    malformed answer (rejected), never an exception out of the referee."""
+    import shutil
+    import tempfile
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from adaexplore_mcp.config import JudgeLimits
+    from adaexplore_mcp.judge import evaluation
+    from adaexplore_mcp.judge.referee import Referee
+    from tests.test_judge_cases import GOOD, task
+
+    def overflow(self: Any) -> None:
+        float(HUGE)
+
+    monkeypatch.setattr(evaluation.Evaluation, "run", overflow)
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp: the runners' private /tmp would hide it
+    referee = Referee("cpu", home, home / "logs", home / "cache")
+    spec = task()
+    req = {"op": "evaluate", "cand_module": "cand_overflow", "cand_source": GOOD, "limits": asdict(JudgeLimits()),
+           "timeout_s": 120, "task": {"module": "ref_overflow", "source": spec.source, "degenerate": False,
+                                      "deterministic": None, "shapes": {}}}
+    try:
+        result = evaluation.evaluate(referee, req, lambda fraction, message: None)
+    finally:
+        referee.close()
+        shutil.rmtree(home, ignore_errors=True)
+    assert result["verdict"] == "rejected" and result["rejected"]["check"] == "bad_output", result
+    assert "OverflowError" in result["rejected"]["message"]

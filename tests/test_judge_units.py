@@ -190,6 +190,7 @@ def test_mutation_and_alias_checks() -> None:
     y[0] += 1
     assert mutated_input([x], [y]) == 0
     assert mutated_input([torch.tensor([float("nan")])], [torch.tensor([float("nan")])]) is None
+    assert mutated_input([x, y], [x.clone()]) == 1 and mutated_input([x], []) == 0  # what was not sent back
     assert aliased_output(x[2:], [x]) == (0, 0) and aliased_output(x.clone(), [x]) is None
 
 

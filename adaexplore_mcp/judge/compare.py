@@ -202,12 +202,14 @@ def same_values(a: Any, b: Any) -> bool:
 
 
 def mutated_input(originals: list[Any], after: list[Any]) -> int | None:
-    """The index of the first input whose values (or those of a tensor inside it) changed, or None."""
+    """The index of the first input whose values (or those of a tensor inside it) changed, or None. An input
+    missing from `after` counts as changed: on the CPU `after` is the runner's own copies, and one that sent back
+    an empty list had nothing compared (red team, round 13, with the runner's self-checks patched)."""
     for i, (a, b) in enumerate(zip(originals, after)):
         fa, fb = flat_tensors(a), flat_tensors(b)
         if len(fa) != len(fb) or not all(same_values(x, y) for x, y in zip(fa, fb)):
             return i
-    return None
+    return None if len(after) >= len(originals) else len(after)
 
 
 ALIASED = ("an output shares storage with an input; write results to a new tensor (where the task returns an input "

@@ -138,9 +138,9 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
             ref.runner.trace = cand.trace = out.fields.setdefault("ops_ms", {})
         Evaluation(ref_ee, ref, cand, req, limits, deadline, out, progress, (reasons, tf32_dot)).run()
         out.oom = out.oom and ref_ee.memory_short(ref)  # a runner's word, checked while its memory is held
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError, wire.WireError) as exc:
-        # A runner answered something malformed (only hostile code does): its candidate does not pass. The
-        # reference stays cached: `settle` drops it only if its channel is out of step.
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, ArithmeticError, wire.WireError) as exc:
+        # A runner answered something malformed (only hostile code does; a number too large for a float too): its
+        # candidate does not pass. The reference stays cached: `settle` drops it only if its channel is out of step.
         out.reject("bad_output", f"a runner's answer was malformed ({type(exc).__name__}: {safe_str(exc)[:200]})")
     except RunnerGone as exc:
         out.fail(Verdict.timeout if exc.kind == "timeout" else Verdict.crashed,

@@ -129,7 +129,7 @@ def _answered(what: str) -> Iterator[None]:
                                    f"{safe_str(exc).removeprefix('unsupported dtype ')}; the judge carries "
                                    f"{', '.join(wire.DTYPES)}") from None
         raise Malformed(f"{type(exc).__name__}: {safe_str(exc)[:200]}") from exc
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, ArithmeticError) as exc:
         raise Malformed(f"{type(exc).__name__}: {safe_str(exc)[:200]}") from exc
 
 

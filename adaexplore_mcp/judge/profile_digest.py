@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .wire import finite_number
+
 CALL_MARK = "adaexplore::call"
 LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"})
 KINDS = ("kernel", "memcpy", "memset", "call", "launch")
@@ -151,13 +153,6 @@ def collect(prof: Any, detail: bool) -> dict[str, Any]:
 
 
 # -- in the referee (pure) -------------------------------------------------------------------------------
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
 def parse_events(raw: Any) -> list[Event]:
     """Events from a runner's wire form; anything malformed is dropped, never trusted. Pure."""
     if not isinstance(raw, dict) or not isinstance(raw.get("names"), list) or not isinstance(raw.get("rows"), list):
@@ -170,7 +165,7 @@ def parse_events(raw: Any) -> list[Event]:
         kind, name, start, dur = row
         if not (isinstance(kind, int) and 0 <= kind < len(KINDS) and isinstance(name, int) and 0 <= name < len(names)):
             continue
-        start_us, dur_us = _number(start), _number(dur)
+        start_us, dur_us = finite_number(start), finite_number(dur)
         if start_us is None or dur_us is None or dur_us < 0:
             continue
         events.append(Event(KINDS[kind], names[name], start_us, dur_us))

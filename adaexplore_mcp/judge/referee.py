@@ -271,7 +271,7 @@ class Referee:
             ref.idle = idle_watch.mark(ref.runner.pid)
         except ReferenceFailure:
             pass
-        except (ValueError, TypeError):  # a malformed answer: its channel cannot be trusted any more
+        except (ValueError, TypeError, ArithmeticError):  # a malformed answer: its channel cannot be trusted any more
             self.drop_reference(ref, "a malformed answer to its last release")
 
     def forget(self, task: dict) -> None:

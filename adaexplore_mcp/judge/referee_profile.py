@@ -80,7 +80,7 @@ def profile(referee: Referee, req: dict, progress: Callable[[float, str], None])
         return {"error": f"the candidate's process {how} while being profiled ({printable(str(exc))[:200]})"}
     except ReferenceFailure as exc:
         return {"error": f"the reference failed: {printable(str(exc))[:300]}"}
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, wire.WireError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, wire.WireError) as exc:
         referee.forget(req["task"])  # an answer out of step: its channel can no longer be trusted
         return {"error": f"a runner answered malformed data ({type(exc).__name__})"}
     finally:

@@ -66,7 +66,8 @@ def profile_share(ev: Any) -> dict[str, Any] | None:
     finally:
         if ev.set_bytes >= EARLY_RELEASE_BYTES:  # else: the candidate is killed next, the reference lets go at the end
             ev.release()
-    kernels = [(str(k)[:120], float(v)) for k, v in reply.get("kernels", []) if isinstance(v, (int, float))]
+    named = [(str(k)[:120], wire.finite_number(v)) for k, v in reply.get("kernels", [])]
+    kernels = [(k, v) for k, v in named if v is not None]
     total = sum(v for _, v in kernels)
     if total <= 0:
         return None
@@ -103,7 +104,7 @@ def _block(call: Any, header: dict, sets: list[list[Any]], lend: Callable[[list]
     reply, _ = call({"op": "time_sets", **lend(sets)}, [])
     if "verdict" in reply or "ref_error" in reply or "times_ms" not in reply:
         return [], 0.0, [reply]
-    times = [float(x) for x in reply["times_ms"] if isinstance(x, (int, float))]
+    times = [t for t in map(wire.finite_number, reply["times_ms"]) if t is not None]  # fewer than calls: rejected
     if pick is None:
         return times, (time.perf_counter() - t0) * 1e3, []
     indices = pick(int(header["calls"]))

@@ -201,19 +201,20 @@ class RunnerHandle:
         entry = trace.setdefault(f"{self.role}.{op}", [0, 0.0, 0.0])
         entry[0] += 1
         entry[1] = round(entry[1] + (time.perf_counter() - started) * 1e3, 2)
-        inside = reply.get("op_ms")
-        if isinstance(inside, (int, float)):
-            entry[2] = round(entry[2] + float(inside), 2)
+        inside = wire.finite_number(reply.get("op_ms"))  # the runner's numbers: finite floats or nothing
+        if inside is not None:
+            entry[2] = round(entry[2] + inside, 2)
         imports = reply.get("op_imports")
         if isinstance(imports, list) and imports:  # "imports role.op first,names": [how many]
             trace[f"imports {self.role}.{op} {','.join(str(m)[:60] for m in imports[1:])[:300]}"] = \
-                [float(imports[0]) if isinstance(imports[0], int) else 0.0]
+                [wire.finite_number(imports[0]) or 0.0]
         for row in reply.get("op_prof") or []:
             # "prof role.op function": [calls of the op that spent time there, cumulative ms, own ms]
-            if isinstance(row, list) and len(row) == 3 and all(isinstance(v, (int, float)) for v in row[1:]):
+            ms = [wire.finite_number(v) for v in row[1:]] if isinstance(row, list) and len(row) == 3 else [None]
+            if None not in ms:
                 prof = trace.setdefault(f"prof {self.role}.{op} {str(row[0])[:120]}", [0, 0.0, 0.0])
                 prof[0] += 1
-                prof[1], prof[2] = round(prof[1] + row[1], 2), round(prof[2] + row[2], 2)
+                prof[1], prof[2] = round(prof[1] + ms[0], 2), round(prof[2] + ms[1], 2)
 
     def _recv(self, deadline: float, max_reply: int) -> tuple[dict[str, Any], list[bytes]]:
         while True:

@@ -126,6 +126,19 @@ def encode_float(value: float) -> Any:
     return {"float": repr(value)} if not math.isfinite(value) else value
 
 
+def finite_number(value: Any) -> float | None:
+    """A number in a runner's reply as a finite float, or None for anything else: a bool, a string, nan, an
+    infinity, or an integer too large for a float (valid JSON, 400 digits long: `float()` of it raises
+    OverflowError, which escaped the referee as "a bug in the judge": red team, round 13)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def decode_float(desc: dict[str, Any]) -> float:
     """The float `encode_float` described; anything but nan/inf/-inf reads as 0.0 (never `float()` of peer text)."""
     return float(desc["float"]) if desc["float"] in ("nan", "inf", "-inf") else 0.0

@@ -15,7 +15,7 @@ import pytest
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import (
-    JUDGE_BUG, TOKEN_KERNELS, as_json, assert_not_passed, assert_readable, canary, evaluate, gap, summary,
+    JUDGE_BUG, TOKEN_KERNELS, as_json, assert_not_passed, assert_readable, canary, evaluate, summary,
 )
 from tests.test_judge_cases import GOOD, candidate, task
 
@@ -129,13 +129,37 @@ def test_patching_comparison_code_in_the_candidates_process_does_not_make_wrong_
     assert_not_passed(ev)
 
 
+# The runner's own checks, under the names runner.py uses: its alias check, and on the CPU the copies of the
+# inputs it sends back after the call (sent as an empty list). A name that is gone fails the candidate's import
+# loudly, so this test can never again patch nothing (it patched `_mutated` and `_aliased` long after both went).
+FORGED_SELF_CHECKS = '''
+from adaexplore_mcp.judge import runner as _r
+for _owner, _name in ((_r, "aliased_output"), (_r.Runner, "op_forward")):
+    if not hasattr(_owner, _name):
+        raise RuntimeError(f"the attack patches nothing: {_owner.__name__}.{_name} is gone (update the test)")
+_r.aliased_output = lambda *a, **k: None
+_forward = _r.Runner.op_forward
+
+
+def _forged_forward(self, req, bufs, out):
+    reply = _forward(self, req, bufs, out)
+    for result in reply.get("results", []):
+        if "inputs_after" in result:
+            result["inputs_after"] = {"list": []}
+    return reply
+
+
+_r.Runner.op_forward = _forged_forward
+'''
+
+
 def test_patching_the_runners_self_checks_hides_an_in_place_computation(judge: Judge) -> None:
-    body = ("        from adaexplore_mcp.judge import runner\n"
-            "        runner._mutated = lambda *a, **k: False\n        runner._aliased = lambda *a, **k: False\n"
-            "        affine(x, out=x)\n        return x")
-    ev = evaluate(judge, attack(body))
+    ev = evaluate(judge, candidate("        affine(x, out=x)\n        return x", extra=FORGED_SELF_CHECKS))
     canary(judge)
     assert_not_passed(ev)
+    # Unpatched, the runner's alias check rejects it (output_aliases_input). Patched, the referee's own comparison
+    # of the inputs does: an input the runner did not send back counts as changed.
+    assert ev.rejected is not None and ev.rejected.check == "input_mutated", summary(ev)
 
 
 def test_patching_tensor_eq_hides_a_modified_input(judge: Judge) -> None:
