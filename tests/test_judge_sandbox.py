@@ -195,6 +195,23 @@ def test_the_server_is_neither_visible_nor_killable() -> None:
     assert os.WEXITSTATUS(runner.wait()) == 0
 
 
+def test_host_wide_proc_files_are_read_only() -> None:
+    """/proc/sys, /proc/sysrq-trigger and /proc/pressure act on the whole host (a pressure trigger written as root
+    is host-wide: red team, round thirteen): the runner's fresh /proc keeps them read-only."""
+    def body(sock: socket.socket) -> dict[str, Any]:
+        def write(path: str) -> None:
+            with open(path, "w") as f:
+                f.write("some 150000 1000000")
+        return {path: errno_name(lambda p=path: write(p))
+                for path in ("/proc/pressure/cpu", "/proc/sys/kernel/hostname") if os.path.exists(path)}
+
+    runner = Runner(SandboxPolicy(), body)
+    runner.require("fresh-proc")
+    seen = runner.read()
+    assert seen and all(err in ("EROFS", "EACCES", "EPERM") for err in seen.values()), seen
+    assert os.WEXITSTATUS(runner.wait()) == 0
+
+
 def test_a_hidden_dir_is_empty_and_read_only_but_a_writable_dir_inside_it_stays(tmp_path: Path) -> None:
     data, kernels = tmp_path / "data", tmp_path / "data" / "kernels"
     kernels.mkdir(parents=True)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # statvfs f_flag bit -> the mount flag a bind remount must repeat (they are locked in a user namespace)
 _KEPT_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, 1024), (2048, 2048), (4096, MS_RELATIME))
-_PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+_PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/pressure")
 # All a runner's /dev holds of the host's (globs): the pseudo devices any program may open and the GPU's nodes
 # (NVIDIA's; /dev/dxg under WSL). Not disks, loop devices, /dev/kvm, /dev/mem or terminals: uid 0 passes their
 # permission bits even without capabilities.
