@@ -170,3 +170,14 @@ def cpu_settings(home: Path, **limits: float) -> Settings:
     """CPU-interpreter settings with few trials so the suite stays fast on two cores."""
     return Settings(home=home, device="cpu", workers=1, cache_dir=home / "kernel-cache",  # never the user's cache
                     limits=JudgeLimits(trials=int(limits.pop("trials", 3)), **limits))
+
+
+def referee_request(name: str, source: str = "", spec: TaskSpec | None = None) -> dict:
+    """An `evaluate` request as the worker hands it to a referee run in the test's own process."""
+    from dataclasses import asdict
+
+    spec = spec or task()
+    return {"op": "evaluate", "cand_module": f"cand_{name}", "cand_source": source or GOOD,
+            "limits": asdict(JudgeLimits()), "timeout_s": 120,
+            "task": {"module": f"ref_{name}", "source": spec.source, "degenerate": False, "deterministic": None,
+                     "shapes": {}}}

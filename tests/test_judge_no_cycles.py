@@ -12,23 +12,18 @@ from __future__ import annotations
 import gc
 import shutil
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
-from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import evaluation
 from adaexplore_mcp.judge.referee import Referee
-from tests.test_judge_cases import GOOD, task
+from tests.test_judge_cases import referee_request
 
 
 def test_an_evaluation_leaves_no_reference_cycle_in_the_referee(monkeypatch) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp: the runners' private /tmp would hide it
     referee = Referee("cpu", home, home / "logs", home / "cache")
-    spec = task()
-    req = {"op": "evaluate", "cand_module": "cand_cycles", "cand_source": GOOD, "limits": asdict(JudgeLimits()),
-           "timeout_s": 120, "task": {"module": "ref_cycles", "source": spec.source, "degenerate": False,
-                                      "deterministic": None, "shapes": {}}}
+    req = referee_request("cycles")
     try:
         assert evaluation.evaluate(referee, req, lambda fraction, message: None)["verdict"] == "passed"  # warm
         gc.collect()

@@ -323,13 +323,11 @@ def test_an_arithmetic_error_reading_a_runners_answer_rejects_the_candidate(monk
     malformed answer (rejected), never an exception out of the referee."""
     import shutil
     import tempfile
-    from dataclasses import asdict
     from pathlib import Path
 
-    from adaexplore_mcp.config import JudgeLimits
     from adaexplore_mcp.judge import evaluation
     from adaexplore_mcp.judge.referee import Referee
-    from tests.test_judge_cases import GOOD, task
+    from tests.test_judge_cases import referee_request
 
     def overflow(self: Any) -> None:
         float(HUGE)
@@ -337,10 +335,7 @@ def test_an_arithmetic_error_reading_a_runners_answer_rejects_the_candidate(monk
     monkeypatch.setattr(evaluation.Evaluation, "run", overflow)
     home = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not under /tmp: the runners' private /tmp would hide it
     referee = Referee("cpu", home, home / "logs", home / "cache")
-    spec = task()
-    req = {"op": "evaluate", "cand_module": "cand_overflow", "cand_source": GOOD, "limits": asdict(JudgeLimits()),
-           "timeout_s": 120, "task": {"module": "ref_overflow", "source": spec.source, "degenerate": False,
-                                      "deterministic": None, "shapes": {}}}
+    req = referee_request("overflow")
     try:
         result = evaluation.evaluate(referee, req, lambda fraction, message: None)
     finally:
