@@ -39,6 +39,15 @@ def test_the_call_s_own_memory_is_never_written() -> None:
     assert torch.equal(out, kept) and torch.equal(k, before)
 
 
+def test_a_random_operator_is_never_run_again() -> None:
+    x = torch.randn(64)
+    torch.manual_seed(0)
+    y = torch.ops.aten.native_dropout.default(x, 0.0, True)
+    state = torch.random.get_rng_state()
+    assert not ignores(torch.ops.aten.native_dropout.default, (x, 0.0, True), {}, y, [x])
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
 def test_an_operator_that_fails_on_the_copies_counts_as_depending() -> None:
     def broken(*args: object, **kwargs: object) -> torch.Tensor:
         raise RuntimeError("no")

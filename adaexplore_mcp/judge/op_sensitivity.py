@@ -24,6 +24,8 @@ def ignores(op: Any, args: Any, kwargs: dict, result: Any, computed: list[torch.
     """Whether `op(*args, **kwargs)`, which gave `result`, gives the same with every tensor in `computed` (the
     arguments a kernel computed) changed. False whenever that cannot be told: an operator that fails on the
     copies, runs out of memory, or returns something of another kind counts as depending on them."""
+    if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+        return False  # a random operator run again would move the generator the rest of the capture draws from
     targets = {id(t) for t in computed}
     changed: list[bool] = []
 
