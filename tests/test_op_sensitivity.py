@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from adaexplore_mcp.judge.copy_trace import changed_runs
+from adaexplore_mcp.judge.byte_values import MAX_RUNS, changed_runs
 from adaexplore_mcp.judge.op_sensitivity import ignores
 
 aten = torch.ops.aten
@@ -39,13 +39,31 @@ def test_the_call_s_own_memory_is_never_written() -> None:
     assert torch.equal(out, kept) and torch.equal(k, before)
 
 
-def test_a_random_operator_is_never_run_again() -> None:
-    x = torch.randn(64)
-    torch.manual_seed(0)
-    y = torch.ops.aten.native_dropout.default(x, 0.0, True)
-    state = torch.random.get_rng_state()
-    assert not ignores(torch.ops.aten.native_dropout.default, (x, 0.0, True), {}, y, [x])
-    assert torch.equal(torch.random.get_rng_state(), state)
+def test_a_random_operator_runs_again_with_the_same_draws_and_leaves_the_generator_as_it_was() -> None:
+    y = torch.randn(256)
+    tiny, wide = (torch.rand(256) * 1e-38, torch.rand(256) + 0.5)
+    normal = torch.ops.aten.normal.Tensor_Tensor
+    for std, expected in ((tiny, True), (wide, False)):
+        state = torch.random.get_rng_state()
+        got = normal(y, std)
+        after = torch.random.get_rng_state()
+        torch.random.set_rng_state(state)
+        assert ignores(normal, (y, std), {}, got, [std]) is expected  # draws a std a millionth of an ulp: none
+        assert torch.equal(torch.random.get_rng_state(), state)
+        torch.random.set_rng_state(after)
+
+
+def test_values_far_below_a_maximum_are_ignored_however_wide_their_spread() -> None:
+    """Round fourteen: half a million below, half 1e30 below; noise of their spread crossed the maximum."""
+    x = torch.randn(256)
+    k = x + torch.where(torch.rand(256) > 0.5, -1e30, -1e6)
+    assert ignores(aten.maximum.default, (x, k), {}, torch.maximum(x, k), [k])
+
+
+def test_complex_kernel_values_are_changed_too() -> None:
+    y, k = torch.randn(64, dtype=torch.complex64), torch.randn(64, dtype=torch.complex64)
+    assert ignores(aten.add.Tensor, (y, k), {"alpha": 0}, torch.add(y, k, alpha=0), [k])
+    assert not ignores(aten.add.Tensor, (y, k), {}, y + k, [k])
 
 
 def test_an_operator_that_fails_on_the_copies_counts_as_depending() -> None:
@@ -68,7 +86,17 @@ def test_changed_runs_split_writes_far_apart_and_join_near_ones() -> None:
     assert changed_runs(torch.zeros(64, dtype=torch.bool), 4) == []
 
 
-def test_changed_runs_beyond_their_bound_are_one_range() -> None:
+def test_changed_runs_beyond_their_bound_are_split_at_the_widest_gaps() -> None:
+    """Seventy one-element writes 200 elements apart (1.5% of the storage) claim a few gaps, never all of it (round
+    fourteen: one range from the first change to the last credited a kernel with every element between)."""
     changed = torch.zeros(4 * 200 * 70, dtype=torch.bool)
-    changed[::4 * 200] = True  # 70 runs, 200 elements apart
-    assert changed_runs(changed, 4) == [(0, 4 * 200 * 69 + 4)]
+    changed[::4 * 200] = True
+    changed[4 * 200 * 35 + 4:4 * 200 * 35 + 8] = True  # element 7001 beside element 7000: its gap is the narrowest
+    ranges = changed_runs(changed, 4)
+    assert len(ranges) == MAX_RUNS
+    covered = sum(b - a for a, b in ranges)
+    assert covered <= 4 * (70 + 1 + 7 * 200), ranges
+    flags = torch.zeros_like(changed)
+    for a, b in ranges:
+        flags[a:b] = True
+    assert bool(flags[changed].all())

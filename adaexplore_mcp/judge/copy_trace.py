@@ -33,7 +33,7 @@ that concatenates PyTorch's halves), pieces equal to an input excepted (a concat
 Origins are kept per byte range: a write to part of a buffer (PyTorch's, or a kernel's) leaves a copy elsewhere
 in it a copy (red team, rounds ten and eleven), and a launch's copy is judged on the runs of bytes it changed
 (the first n elements of a larger buffer; the two ends of an output PyTorch filled in between, round thirteen),
-against what it read. An output the kernels computed less of than PyTorch did is PyTorch's work. `cancelled`:
+against what it read. An output the kernels computed under an eighth of (beside PyTorch) is PyTorch's work. `cancelled`:
 PyTorch turned a kernel's values into one constant (`p - w * 2`), or computed a result they had no effect on
 (`y + k * 1e-30`: op_sensitivity.py), which carries no kernel work. A kernel that moves an input, whole or
 converted to another dtype, does an identity or cast task's work, and an output made of inputs moved into place
@@ -52,6 +52,8 @@ from typing import Any
 import torch
 
 from .compare import MAX_NESTING, as_tensors, flat_tensors
+from .byte_values import (canonical, flat_bytes, is_zero, moved_from, storage_bytes, trivial, trivial_bytes,
+                          view_ranges, whole_elements)
 from .op_sensitivity import ignores
 from .origin_map import PYTORCH, Origin, OriginMap
 from .tensor_digest import tensor_digest
@@ -123,96 +125,18 @@ def read_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
                                    and (a.kwarg_only or (overwrites and i == 0)))], {})
 
 
-def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
-    return t.contiguous().reshape(-1).view(torch.uint8)
-
-
 def _span(t: torch.Tensor) -> tuple[int, int]:
     """The bytes of its storage a view reaches, [start, end)."""
     start = t.storage_offset() * t.element_size()
     return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
 
 
-def moved_from(region: torch.Tensor, dtype: torch.dtype, src: torch.Tensor) -> bool:
-    """Whether the bytes a launch changed (`region`, of a `dtype` storage) hold `src`'s values: its bytes (any dtype
-    of the same byte size), its values up to the sign of a zero or a NaN's payload (a kernel that turned PyTorch's
-    +0.0 into -0.0 changed no value: red team, round thirteen), or its values converted to `dtype` (a kernel that
-    only narrows float64 to float32, or turns PyTorch's float argmax into int64: round ten). Constant values (one
-    distinct value) never count: zero-filling is not a copy."""
-    size = dtype.itemsize
-    if region.device != src.device or region.numel() < 2 * size or region.numel() % size or \
-            region.storage_offset() % size:
-        return False
-    if trivial_bytes(region, dtype):
-        return False
-    if region.numel() == src.numel() * src.element_size() and torch.equal(region, _flat_bytes(src)):
-        return True
-    if region.numel() // size != src.numel() or dtype.is_complex or src.is_complex():
-        return False
-    if dtype == src.dtype:
-        return dtype.is_floating_point and _same_values(region.view(dtype), src.reshape(-1))
-    return torch.equal(src.reshape(-1).to(dtype), region.view(dtype))
-
-
-def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal as numbers, a NaN equal to a NaN (`torch.equal` takes -0.0 for 0.0 but no NaN for a NaN)."""
-    return bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
-def canonical(t: torch.Tensor) -> torch.Tensor:
-    """A float tensor with every zero +0.0 and every NaN one NaN, so that digests compare values, not bit patterns
-    a kernel can flip without computing anything; other dtypes as they are."""
-    if not t.dtype.is_floating_point or not t.numel():
-        return t
-    return torch.where(t.isnan(), torch.full((), float("nan"), dtype=t.dtype, device=t.device), t + 0.0)
-
-
-def storage_bytes(t: torch.Tensor) -> torch.Tensor:
-    """All of a tensor's storage as bytes: a kernel may write anywhere in the memory of an argument."""
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-
-
-def whole_elements(span: tuple[int, int], t: torch.Tensor) -> tuple[int, int]:
-    """A byte range of `t`'s storage widened to whole elements of `t`: a byte a write left as it was may belong
-    to an element it changed (0.0 over NaN changes a float's two high bytes only)."""
-    size, (lo, hi) = t.element_size(), span
-    return lo - lo % size, min(hi + (-hi) % size, t.untyped_storage().nbytes())
-
-
-RUN_GAP, MAX_RUNS = 64, 64  # changed_runs: elements left as they were that split a write; ranges kept at most
-
-
-def changed_runs(changed: torch.Tensor, itemsize: int) -> list[tuple[int, int]]:
-    """The byte ranges of a storage a launch changed (`changed`: a flag per byte), in whole elements of `itemsize`,
-    runs fewer than RUN_GAP elements apart joined; one range from the first change to the last beyond MAX_RUNS.
-    A kernel that wrote the two ends of an output PyTorch filled in between did not compute the middle (red team,
-    round thirteen), which one range from the first change to the last said it did."""
-    pad = (-changed.numel()) % itemsize
-    flags = torch.cat([changed, changed.new_zeros(pad)]).view(-1, itemsize).any(1) if pad else \
-        changed.view(-1, itemsize).any(1)
-    at = flags.nonzero().flatten()
-    if not at.numel():
-        return []
-    breaks = ((at[1:] - at[:-1]) > RUN_GAP).nonzero().flatten()
-    if breaks.numel() >= MAX_RUNS:
-        return [(int(at[0]) * itemsize, min((int(at[-1]) + 1) * itemsize, changed.numel()))]
-    starts = [int(at[0]), *(int(at[b + 1]) for b in breaks.tolist())]
-    ends = [*(int(at[b]) + 1 for b in breaks.tolist()), int(at[-1]) + 1]
-    return [(a * itemsize, min(b * itemsize, changed.numel())) for a, b in zip(starts, ends)]
-
-
-def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:
-    """`_trivial` for bytes of a `dtype` storage (a range a launch wrote, a part of an output)."""
-    size = dtype.itemsize
-    if data.numel() % size or data.storage_offset() % size or not data.numel():
-        return data.numel() == 0
-    return _trivial(data.view(dtype))
-
-
 PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
 KNOWN, KERNEL = Origin("known"), Origin("kernel")
 CANCELLED = "(cancelled by PyTorch)"  # pytorch_copies' name for an output whose kernel values PyTorch cancelled
-MOSTLY = "(mostly PyTorch) "  # ... and for one the kernels computed less of than PyTorch did ("<theirs>/<all>")
+MOSTLY = "(mostly PyTorch) "  # ... and for one the kernels computed under 1/MIN_SHARE of ("<theirs>/<all>")
+MIN_SHARE = 8  # an output's elements a kernel computed beside PyTorch's: under one in eight is a token (library
+# work beside a kernel's is allowed: cuBLAS's 3/4 of a concatenation, a kernel's bias on a quarter, pass)
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Operators whose tensor arguments give only a shape, a dtype or a device (`zeros_like(k)` reads nothing of k)
 _SHAPE_ONLY = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
@@ -241,6 +165,7 @@ class CopyTrace:
         self.known_values = {tensor_digest(t) for t in tensors}
         self.pytorch_values: set[tuple[int, int]] = set()  # digests of what PyTorch computed without the kernels
         self.sizes: set[int] = set()  # their byte counts
+        self.remembered_bytes = 0  # ... all of them: what the tiling check may digest beyond TILE_BUDGET outputs
         self.starts: dict[tuple[int, int], set[int]] = {}  # digest of a value's first TILE_HEAD bytes -> its sizes
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
@@ -254,7 +179,7 @@ class CopyTrace:
         key = storage_key(t)
         mark = (key, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype, self.origins.generation(key))
         done = self._seen.get(mark) if traced else None
-        if done is True or (done is False and not conversions) or not t.numel() or _trivial(t):
+        if done is True or (done is False and not conversions) or not t.numel() or trivial(t):
             return  # zero-filled buffers tile nothing: honest outputs hold zeros too
         if traced:
             self._seen[mark] = conversions
@@ -262,6 +187,7 @@ class CopyTrace:
         value = canonical(t)
         for as_dtype in ([] if done is False else [None]) + others:
             digest = tensor_digest(value, as_dtype)
+            self.remembered_bytes += digest[0]
             self.pytorch_values.add(digest)
             self.sizes.add(digest[0])
             head = value.reshape(-1)[:-(-TILE_HEAD // (as_dtype or t.dtype).itemsize)]
@@ -320,6 +246,8 @@ class CopyTrace:
         Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
         copy too (red team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
+        if _op_name(op) == "cat" and self._cat_parts(args, kwargs, result, inputs):
+            return
         origins = [self._origin(t) for t in inputs]
         kinds = {o.kind for o in origins}
         movers = [o.mover for o in origins if o.kind in ("moved", "laundered")]
@@ -335,23 +263,45 @@ class CopyTrace:
         for t in [*written_by(op, args, kwargs), *made]:
             # a kernel's values that PyTorch turned into one constant (`p - w * 2` where p is the kernel's
             # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
-            cancels = ignored or (kind == "derived" and t.numel() > 1 and _trivial(t))
+            cancels = ignored or (kind == "derived" and trivial(t) and (t.numel() > 1 or is_zero(t)))
             origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else \
                 Origin(kind, movers[0] if kind == "laundered" else "")
-            self.origins.set(storage_key(t), *_span(t), origin)
+            self.origins.set_many(storage_key(t), view_ranges(t, _span(t)), origin)
             if moves_inputs:
                 self.known_values.add(tensor_digest(t))
             elif (kind != "derived" or ignored) and inputs:
                 self._remember(t)
 
+    def _cat_parts(self, args: Any, kwargs: dict, result: Any, inputs: list[torch.Tensor]) -> bool:
+        """A concatenation into a new tensor whose parts lie end to end (along its first dimension of more than one
+        element): each part keeps its input's origin, so a slice of it that leaves a kernel's part out is
+        PyTorch's (red team, round fourteen: `torch.cat([x * 2, k])[:n]` counted as the kernel's)."""
+        parts = args[0] if args else kwargs.get("tensors")
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        if not isinstance(result, torch.Tensor) or not result.is_contiguous() or not result.dim() or \
+                not isinstance(parts, (list, tuple)) or not isinstance(dim, int) or \
+                any(not isinstance(t, torch.Tensor) or t.dtype != result.dtype for t in parts) or \
+                storage_key(result) in {storage_key(t) for t in inputs} or \
+                math.prod(result.shape[:dim % result.dim()]) != 1:
+            return False
+        kinds = {self._origin(t).kind for t in parts if t.numel()}
+        if not kinds & {"kernel", "derived"} or kinds <= {"kernel", "derived"}:
+            return False  # one kind of origin: the whole result is that (remembered, or an input's move)
+        key, at = storage_key(result), result.storage_offset() * result.element_size()
+        for t in parts:
+            size = t.numel() * result.element_size()
+            self.origins.set(key, at, at + size, self._origin(t) if size else KNOWN)
+            at += size
+        return True
+
     def pytorch_copies(self, result: Any) -> dict[int, str]:
         """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
         the kernel that moved it ("" when PyTorch computed it from a kernel's result that did no work,
         CANCELLED when PyTorch cancelled the kernels' values, MOSTLY and the elements' count when the kernels computed
-        less of it than PyTorch did)."""
+        under 1/MIN_SHARE of it, PyTorch the rest)."""
         found: dict[int, str] = {}
         for i, out in enumerate(as_tensors(result)):
-            if not isinstance(out, torch.Tensor) or _trivial(out):
+            if not isinstance(out, torch.Tensor) or trivial(out):
                 continue
             key = storage_key(out)
             lo, hi = _span(out)
@@ -369,7 +319,7 @@ class CopyTrace:
             work, theirs = _shares(parts, data, out.dtype)
             if suspect and not kinds & {"kernel", "derived"}:
                 found[i] = CANCELLED if suspect[0].kind == "cancelled" else suspect[0].mover or "?"
-            elif theirs > work:  # a kernel computed two elements, PyTorch the rest: round thirteen
+            elif work * MIN_SHARE < work + theirs:  # a kernel computed two elements, PyTorch the rest: round 13
                 found[i] = f"{MOSTLY}{work // out.element_size()}/{(work + theirs) // out.element_size()}"
             elif tensor_digest(canonical(out)) in self.pytorch_values or self._tiled(out):
                 found[i] = self.writer.get(key, "")  # a kernel's (or PyTorch's from one) equal to PyTorch's own values
@@ -381,11 +331,12 @@ class CopyTrace:
         whose first TILE_HEAD bytes are the output's there (looked up by their digest, so a value that does not
         begin there costs nothing: round thirteen's many sizes just under the output's crowded out its halves
         when every size was tried), confirmed by its digest; the bytes confirmed are bounded by TILE_BUDGET
-        times the output's."""
-        data = _flat_bytes(canonical(out))
+        times the output's, plus every value's remembered (throwaway values sharing the halves' first bytes cost
+        the replay as much to make as the check to try: round fourteen)."""
+        data = flat_bytes(canonical(out))
         n = data.numel()
         short = {s for s in self.sizes if s < TILE_HEAD}  # values shorter than a head are digested whole
-        frontier, reached, budget = [0], {0}, TILE_BUDGET * n
+        frontier, reached, budget = [0], {0}, TILE_BUDGET * n + self.remembered_bytes
         while frontier:
             at = frontier.pop()
             sizes = short | (self.starts.get(tensor_digest(data[at:at + TILE_HEAD]), set()) if at + TILE_HEAD <= n
@@ -429,20 +380,6 @@ def _moves_values(op: Any, inputs: list[torch.Tensor], result: Any) -> bool:
         return False  # a negated or conjugated view, materialized, is PyTorch's arithmetic (red team, round twelve)
     dtypes = {t.dtype for t in inputs} | {t.dtype for t in launch_tensors([result], {})}
     return len(dtypes) == 1
-
-
-def _trivial(t: torch.Tensor) -> bool:
-    """Equal to a PyTorch result by chance rather than by copy: one value everywhere (zero-filling is not a copy),
-    or a single element that is 0, 1, -1 or not finite."""
-    if t.numel() == 0:
-        return True
-    rows = _flat_bytes(t).view(t.numel(), t.element_size())
-    if t.numel() > 1:
-        return not bool((rows != rows[0]).any())
-    if t.is_complex() or t.dtype == torch.bool:
-        return True
-    v = float(t.reshape(-1)[0])
-    return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
 __all__ = ["CANCELLED", "MOSTLY", "CopyTrace", "launch_tensors", "moved_from", "storage_key", "written_by"]

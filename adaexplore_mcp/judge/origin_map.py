@@ -47,19 +47,27 @@ class OriginMap:
         return self._generations.get(key, 0)
 
     def set(self, key: int, lo: int, hi: int, origin: Origin) -> None:
-        if hi <= lo:
+        self.set_many(key, [(lo, hi)], origin)
+
+    def set_many(self, key: int, ranges: list[tuple[int, int]], origin: Origin) -> None:
+        """One origin over several ranges of a storage (sorted, apart: the rows of a strided view), in one pass."""
+        ranges = [(lo, hi) for lo, hi in ranges if hi > lo]
+        if not ranges:
             return
         self._generations[key] = self._generations.get(key, 0) + 1
-        kept = []
+        kept, i = [], 0
         for a, b, o in self._segments.get(key, []):
-            if b <= lo or a >= hi:
-                kept.append((a, b, o))
-                continue
-            if a < lo:
-                kept.append((a, lo, o))
-            if b > hi:
-                kept.append((hi, b, o))
-        kept.append((lo, hi, origin))
+            while i < len(ranges) and ranges[i][1] <= a:  # ranges wholly before this segment
+                i += 1
+            at, j = a, i
+            while j < len(ranges) and ranges[j][0] < b:  # cut the segment around every range it meets
+                if ranges[j][0] > at:
+                    kept.append((at, ranges[j][0], o))
+                at = max(at, ranges[j][1])
+                j += 1
+            if at < b:
+                kept.append((at, b, o))
+        kept.extend((lo, hi, origin) for lo, hi in ranges)
         kept.sort(key=lambda s: s[0])
         merged: list[tuple[int, int, Origin]] = []
         for a, b, o in kept:

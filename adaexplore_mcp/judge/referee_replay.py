@@ -183,24 +183,24 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     if copies and copies[0][1] == CANCELLED:
         which = f"output {copies[0][0]}" if count > 1 else "the output"
         out.reject("work_not_in_candidate_kernels", f"PyTorch operators cancelled what the candidate's kernels "
-                   f"computed (a kernel's result minus the same values computed in PyTorch, or multiplied by zero) "
-                   f"before {which}, which is then PyTorch's own work: the candidate's own kernels must compute "
-                   "the result")
+                   f"computed, or used it to no effect (a kernel's result minus the same values, times zero, added "
+                   f"with alpha=0 or far below a maximum), before {which}, which is then PyTorch's own work: the "
+                   "candidate's own kernels must compute the result")
         return False
     if copies and str(copies[0][1]).startswith(MOSTLY):
         which = f"output {copies[0][0]}" if count > 1 else "the output"
         out.reject("work_not_in_candidate_kernels", f"the candidate's kernels computed only "
                    f"{str(copies[0][1])[len(MOSTLY):][:40]} of the elements of {which}; PyTorch operators computed the "
                    "rest inside forward from values no candidate kernel computed: the candidate's own kernels must "
-                   "compute the result (at least half of it)")
+                   "compute the result (at least an eighth of its elements)")
         return False
     if copies:
         which = f"output {copies[0][0]}" if count > 1 else "the output"
         who = f"the candidate's kernel {str(copies[0][1])[:80]!r}" if copies[0][1] else "the candidate's kernels"
-        out.reject("work_not_in_candidate_kernels", f"{who} only copied "
-                   f"into {which} values that PyTorch operators computed inside forward from values no candidate "
-                   "kernel computed (the same values, bit for bit or converted to another dtype, whatever the copies, "
-                   "buffers or no-op operators in between): the candidate's own kernels must compute the result")
+        out.reject("work_not_in_candidate_kernels", f"{who} only copied values that PyTorch operators "
+                   f"computed inside forward from values no candidate kernel computed (the same values, converted to "
+                   f"another dtype at most, whatever the copies or buffers in between), and {which} is such a copy "
+                   "or PyTorch's work on one: the candidate's own kernels must compute the result")
         return False
     if live:  # the outputs a constant would not pass: they must change when the kernels' work does
         refs, got = [refs[i] for i in live], [got[i] for i in live] if len(got) == count else None

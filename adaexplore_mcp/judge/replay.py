@@ -34,9 +34,9 @@ import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
-from .copy_trace import (CopyTrace, changed_runs, launch_tensors, storage_bytes, storage_key, trivial_bytes,
-                         whole_elements)
-from .replay_kernels import ReplayError, _global, _jit_options, _scalar, _torch_attr, build_kernels, triton_dtype
+from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
+from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .replay_kernels import ReplayError, _global, _scalar, _torch_attr, build_kernels, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
 from .wire import span_bytes

@@ -17,7 +17,7 @@ a canary after each.
   (op_sensitivity.py), and a result that does not change is PyTorch's;
 - a kernel that computes one or two elements while PyTorch computes (or a kernel copies) the rest: the launch's
   range ran from its first change to its last. Changes are now kept as runs, and an output the kernels computed
-  less of than PyTorch did is rejected.
+  under an eighth of (beside PyTorch's values) is rejected.
 
 Honest, still passed: PyTorch's matmul then a ReLU kernel (the judge allows work split with library operators).
 """
