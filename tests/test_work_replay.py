@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import launches
-from adaexplore_mcp.judge.replay import ReplayError, Run, _jit_options, build_kernels
+from adaexplore_mcp.judge.replay import ReplayError, Run, build_kernels
+from adaexplore_mcp.judge.replay_kernels import _jit_options
 from adaexplore_mcp.judge.work_trace import WorkTrace
 from adaexplore_mcp.tasks.format import import_file
 

@@ -9,7 +9,20 @@ import math
 
 import torch
 
+from .wire import span_bytes
+
 _FLOAT_OF_SIZE = {2: torch.float16, 4: torch.float32, 8: torch.float64}
+
+
+def storage_key(t: torch.Tensor) -> int:
+    """The memory a tensor is a view of, by its address (views of one storage share it)."""
+    return t.untyped_storage().data_ptr()
+
+
+def view_span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes of its storage a view reaches, [start, end)."""
+    start = t.storage_offset() * t.element_size()
+    return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
 
 
 def flat_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -144,5 +157,5 @@ def trivial(t: torch.Tensor) -> bool:
     return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
-__all__ = ["MAX_RUNS", "RUN_GAP", "canonical", "changed_runs", "flat_bytes", "is_zero", "moved_from", "same_values", "storage_bytes",
+__all__ = ["MAX_RUNS", "RUN_GAP", "canonical", "storage_key", "view_span", "changed_runs", "flat_bytes", "is_zero", "moved_from", "same_values", "storage_bytes",
            "trivial", "trivial_bytes", "view_ranges", "whole_elements"]

@@ -45,23 +45,18 @@ PyTorch undoes is a documented limit; on a GPU the kernels' share of device time
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from .compare import MAX_NESTING, as_tensors, flat_tensors
-from .byte_values import (canonical, flat_bytes, is_zero, moved_from, storage_bytes, trivial, trivial_bytes,
-                          view_ranges, whole_elements)
+from .byte_values import (canonical, flat_bytes, is_zero, moved_from, storage_bytes, storage_key, trivial, trivial_bytes,
+                          view_ranges, view_span, whole_elements)
 from .op_sensitivity import ignores
-from .origin_map import PYTORCH, Origin, OriginMap
+from .op_parts import PartOrigins
+from .origin_map import KNOWN, PURE, PYTORCH, Origin, OriginMap, computed_from
 from .tensor_digest import tensor_digest
-from .wire import span_bytes
-
-
-def storage_key(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
 
 
 def launch_tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
@@ -125,14 +120,7 @@ def read_by(op: Any, args: Any, kwargs: dict) -> list[torch.Tensor]:
                                    and (a.kwarg_only or (overwrites and i == 0)))], {})
 
 
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    """The bytes of its storage a view reaches, [start, end)."""
-    start = t.storage_offset() * t.element_size()
-    return start, span_bytes(list(t.shape), list(t.stride()), t.storage_offset(), t.element_size())
-
-
-PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
-KNOWN, KERNEL = Origin("known"), Origin("kernel")
+KERNEL = Origin("kernel")
 CANCELLED = "(cancelled by PyTorch)"  # pytorch_copies' name for an output whose kernel values PyTorch cancelled
 MOSTLY = "(mostly PyTorch) "  # ... and for one the kernels computed under 1/MIN_SHARE of ("<theirs>/<all>")
 MIN_SHARE = 8  # an output's elements a kernel computed beside PyTorch's: under one in eight is a token (library
@@ -146,7 +134,7 @@ _MOVES = frozenset({"clone", "contiguous", "copy_", "_to_copy", "cat", "stack", 
                     "permute_copy", "transpose_copy", "t_copy", "expand_copy", "slice_copy", "select_copy"})
 
 
-class CopyTrace:
+class CopyTrace(PartOrigins):
     """Call `after(kernel, args, kwargs, written)` after each launch of one run (`written`: the storages the
     launch changed, each with the byte range from its first changed byte to its last, or a set of storages (their
     arguments' views as the range), or None when unknown: then every argument but the known ones counts as
@@ -170,7 +158,7 @@ class CopyTrace:
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
     def _origin(self, t: torch.Tensor) -> Origin:
-        return self.origins.read(storage_key(t), *_span(t))
+        return self.origins.read(storage_key(t), *view_span(t))
 
     def _remember(self, t: torch.Tensor, conversions: bool = False, traced: bool = True) -> None:
         """A value no kernel computed, by digest of its canonical values (with `conversions`, also as every other
@@ -203,9 +191,9 @@ class CopyTrace:
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
         origins = [self._origin(t) for t in tensors]
         if written is None:
-            written = {storage_key(t): _span(t) for t, o in zip(tensors, origins) if o.kind != "known"}
+            written = {storage_key(t): view_span(t) for t, o in zip(tensors, origins) if o.kind != "known"}
         elif not isinstance(written, Mapping):
-            written = {storage_key(t): _span(t) for t in tensors if storage_key(t) in written}
+            written = {storage_key(t): view_span(t) for t in tensors if storage_key(t) in written}
         read = [_as_before(t, before) for t in tensors]  # what the launch read (a snapshot where it wrote)
         for t, was, o in zip(tensors, read, origins):  # a PyTorch result handed to a kernel (it has run by now)
             if o.kind in ("pytorch", "moved", "laundered", "cancelled") and \
@@ -228,7 +216,7 @@ class CopyTrace:
         region = storage_bytes(dst)[lo:hi]
         self.writer[key] = name
         sources = [(s, o) for s, o in zip(read, origins) if o.kind in PURE and
-                   not (storage_key(s) == key and _span(s)[0] < hi and lo < _span(s)[1])]
+                   not (storage_key(s) == key and view_span(s)[0] < hi and lo < view_span(s)[1])]
         moved = [o for s, o in sources if moved_from(region, dst.dtype, s)]
         if moved:  # an input's copy too: PyTorch's work on it is laundered
             inputs_only = all(o.kind == "known" for o in moved)
@@ -246,14 +234,12 @@ class CopyTrace:
         Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
         copy too (red team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
-        if _op_name(op) == "cat" and self._cat_parts(args, kwargs, result, inputs):
+        if self.by_parts(op, args, kwargs, result, inputs):
             return
         origins = [self._origin(t) for t in inputs]
         kinds = {o.kind for o in origins}
-        movers = [o.mover for o in origins if o.kind in ("moved", "laundered")]
-        kind = "pytorch" if kinds <= set(PURE) else "derived"
-        kind = "laundered" if kind == "pytorch" and movers else kind
-        kind = "cancelled" if kind == "pytorch" and "cancelled" in kinds else kind
+        computed_origin = computed_from(origins)
+        kind = computed_origin.kind
         computed = [t for t, o in zip(inputs, origins) if o.kind in ("kernel", "derived")]
         ignored = kind == "derived" and len(computed) < len(inputs) and \
             ignores(op, args, kwargs, result, computed)  # a kernel's value mixed in to no effect: round thirteen
@@ -264,35 +250,12 @@ class CopyTrace:
             # a kernel's values that PyTorch turned into one constant (`p - w * 2` where p is the kernel's
             # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
             cancels = ignored or (kind == "derived" and trivial(t) and (t.numel() > 1 or is_zero(t)))
-            origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else \
-                Origin(kind, movers[0] if kind == "laundered" else "")
-            self.origins.set_many(storage_key(t), view_ranges(t, _span(t)), origin)
+            origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else computed_origin
+            self.origins.set_many(storage_key(t), view_ranges(t, view_span(t)), origin)
             if moves_inputs:
                 self.known_values.add(tensor_digest(t))
             elif (kind != "derived" or ignored) and inputs:
                 self._remember(t)
-
-    def _cat_parts(self, args: Any, kwargs: dict, result: Any, inputs: list[torch.Tensor]) -> bool:
-        """A concatenation into a new tensor whose parts lie end to end (along its first dimension of more than one
-        element): each part keeps its input's origin, so a slice of it that leaves a kernel's part out is
-        PyTorch's (red team, round fourteen: `torch.cat([x * 2, k])[:n]` counted as the kernel's)."""
-        parts = args[0] if args else kwargs.get("tensors")
-        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-        if not isinstance(result, torch.Tensor) or not result.is_contiguous() or not result.dim() or \
-                not isinstance(parts, (list, tuple)) or not isinstance(dim, int) or \
-                any(not isinstance(t, torch.Tensor) or t.dtype != result.dtype for t in parts) or \
-                storage_key(result) in {storage_key(t) for t in inputs} or \
-                math.prod(result.shape[:dim % result.dim()]) != 1:
-            return False
-        kinds = {self._origin(t).kind for t in parts if t.numel()}
-        if not kinds & {"kernel", "derived"} or kinds <= {"kernel", "derived"}:
-            return False  # one kind of origin: the whole result is that (remembered, or an input's move)
-        key, at = storage_key(result), result.storage_offset() * result.element_size()
-        for t in parts:
-            size = t.numel() * result.element_size()
-            self.origins.set(key, at, at + size, self._origin(t) if size else KNOWN)
-            at += size
-        return True
 
     def pytorch_copies(self, result: Any) -> dict[int, str]:
         """Each output (by its index among the outputs) that is only a PyTorch result moved by a kernel, with
@@ -304,7 +267,7 @@ class CopyTrace:
             if not isinstance(out, torch.Tensor) or trivial(out):
                 continue
             key = storage_key(out)
-            lo, hi = _span(out)
+            lo, hi = view_span(out)
             parts = self.origins.parts(key, lo, hi)
             kinds = {o.kind for _, _, o in parts}
             if kinds <= {"known", "pytorch"} and key not in self.writer:

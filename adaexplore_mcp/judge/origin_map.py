@@ -26,7 +26,7 @@ class Origin:
     input_only: bool = False  # moved: what was moved were inputs or parameters (a pad, a concatenation task)
 
 
-PYTORCH = Origin("pytorch")
+PYTORCH, KNOWN = Origin("pytorch"), Origin("known")
 _WORK = ("kernel", "derived")
 _MOVED = ("moved", "laundered")
 
@@ -107,6 +107,22 @@ class OriginMap:
         if "cancelled" in kinds:
             return Origin("cancelled")
         return PYTORCH if "pytorch" in kinds else Origin("known")
+
+
+PURE = ("known", "pytorch", "moved", "laundered", "cancelled")  # values no candidate kernel computed
+
+
+def computed_from(origins: list[Origin]) -> Origin:
+    """What PyTorch computes from values of these origins: its own work (`pytorch`) when no kernel computed any,
+    `laundered` when one was moved by a kernel, `cancelled` when a kernel's values were cancelled in one, else
+    `derived` (work split between a kernel and PyTorch)."""
+    kinds = {o.kind for o in origins}
+    if not kinds <= set(PURE):
+        return Origin("derived")
+    movers = [o.mover for o in origins if o.kind in _MOVED]
+    if movers:
+        return Origin("laundered", movers[0])
+    return Origin("cancelled") if "cancelled" in kinds else PYTORCH
 
 
 def _rank(o: Origin) -> int:

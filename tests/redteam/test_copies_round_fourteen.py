@@ -5,7 +5,9 @@ Attacks (the task `x * 2 + 1` computed by PyTorch; expected `work_not_in_candida
 - a kernel's zeros of both signs added (not "one constant" byte for byte); a kernel value added as a complex
   number with `alpha=0`; values far below a maximum but spread from a million to 1e30 below (noise of their
   spread crossed it); a random operator's `std` a kernel made tiny (`torch.normal(y, s)`); a kernel's sum times
-  zero, or minus itself (one element: never "cancelled"); a kernel's part concatenated then sliced away;
+  zero, or minus itself (one element: never "cancelled"); a kernel's part concatenated then sliced away, or one
+  element a kernel wrote in a buffer PyTorch filled, then arithmetic on all of it (one origin for the result:
+  op_parts.py now gives a concatenation's and an elementwise operator's parts their own);
 - a kernel that computes every 64th element (a gap of exactly 64 joined the runs), or 66 scattered elements
   (beyond 64 runs, one range from the first to the last change);
 - PyTorch's halves behind throwaway values that start with the same bytes as the first half (they used up the
@@ -119,6 +121,11 @@ return kernel_copy(torch.maximum(x * 2, launch(far_below_kernel, x)) + 1)''',
 s = (half_of(x) > 0).sum()
 return kernel_copy(x * 2 + (s - s) + 1)''',
     "a_kernel_part_concatenated_then_sliced_away": "return kernel_copy(torch.cat([x * 2, half_of(x)])[:n] + 1)",
+    "one_kernel_element_in_a_buffer_pytorch_filled_then_arithmetic": '''
+buf = torch.empty(n + 1)
+buf[1:] = x * 2
+ends_kernel[(1,)](x, buf, 1)
+return kernel_copy((buf + 1)[1:])''',
     "every_64th_element_by_a_kernel": '''
 xm = x.clone()
 xm[::64] = 0.0
