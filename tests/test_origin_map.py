@@ -1,10 +1,10 @@
 """Origins per byte range (judge/origin_map.py): writes replace only their range, reads combine, and a storage
-split into too many ranges merges its last two into the more suspect one."""
+split into too many ranges merges runs of neighbours (a copy first, else the most bytes)."""
 
 from __future__ import annotations
 
 from adaexplore_mcp.judge import origin_map
-from adaexplore_mcp.judge.origin_map import Origin, OriginMap
+from adaexplore_mcp.judge.origin_map import MAX_SEGMENTS, Origin, OriginMap
 
 KNOWN, KERNEL = Origin("known"), Origin("kernel")
 COPY, INPUT_MOVE = Origin("moved", "copy_kernel"), Origin("moved", "copy_kernel", input_only=True)
@@ -41,3 +41,25 @@ def test_too_many_ranges_merge_into_the_more_suspect_never_into_an_inputs_move(m
     m.set(1, 20, 30, INPUT_MOVE)
     m.set(1, 30, 40, COPY)
     assert m.parts(1, 0, 40)[-1] == (20, 40, COPY)
+
+
+def test_beyond_the_bound_neighbours_merge_into_the_origin_with_the_most_bytes() -> None:
+    """Round fifteen: merging the two at the end into "the more suspect" handed a kernel PyTorch's bytes."""
+    kernel, pytorch = Origin("kernel"), Origin("pytorch")
+    wide = OriginMap()  # a kernel's 90 bytes, PyTorch's 10, 5,000 times: the kernel's runs stay the kernel's
+    wide.set_many(1, [(i * 100, i * 100 + 90) for i in range(5000)], kernel)
+    wide.set_many(1, [(i * 100 + 90, i * 100 + 100) for i in range(5000)], pytorch)
+    parts = wide.parts(1, 0, 500_000)
+    assert len(parts) <= MAX_SEGMENTS
+    share = sum(b - a for a, b, o in parts if o == kernel) / 500_000
+    assert share >= 0.9, share
+    even = OriginMap()  # alternating bytes, half each: the kernel keeps about half, not all
+    even.set_many(1, [(i * 2, i * 2 + 1) for i in range(10_000)], kernel)
+    even.set_many(1, [(i * 2 + 1, i * 2 + 2) for i in range(10_000)], pytorch)
+    kept = sum(b - a for a, b, o in even.parts(1, 0, 20_000) if o == kernel) / 20_000
+    assert 0.4 <= kept <= 0.6, kept
+    copied = OriginMap()  # a copy among them still wins its run
+    copied.set_many(1, [(i * 2, i * 2 + 1) for i in range(10_000)], Origin("moved", "copy_kernel"))
+    copied.set_many(1, [(i * 2 + 1, i * 2 + 2) for i in range(10_000)], Origin("moved", "pad", True))
+    assert {o.kind for _, _, o in copied.parts(1, 0, 20_000)} == {"moved"}
+    assert all(not o.input_only for _, _, o in copied.parts(1, 0, 20_000))

@@ -106,28 +106,29 @@ MAX_VIEW_BLOCKS = 1 << 16  # view_ranges: contiguous blocks listed at most
 
 def view_ranges(t: torch.Tensor, span: tuple[int, int]) -> list[tuple[int, int]]:
     """The byte ranges of its storage a view's elements occupy, in order, apart; `span` (its first byte to its
-    last) where it would take more than MAX_VIEW_BLOCKS ranges. A column slice is its rows: PyTorch writing
-    `out[:, :16]` wrote 16 elements of each row, not the kernel's columns between them (round fourteen)."""
+    last) where they fill it or would take more than MAX_VIEW_BLOCKS ranges. A column slice is its rows: PyTorch
+    writing `out[:, :16]` wrote 16 elements of each row, not the kernel's columns between them (round fourteen),
+    and reading it reads those, not the gaps (round fifteen)."""
     size, inner, dims = t.element_size(), 1, t.dim()
+    if not t.numel() or t.numel() * size >= span[1] - span[0]:
+        return [span]  # dense (a transpose, a permutation) or overlapping: nothing between its elements
     while dims and (t.stride(dims - 1) == inner or t.shape[dims - 1] == 1):  # the contiguous innermost dimensions
         inner *= t.shape[dims - 1]
         dims -= 1
-    count = math.prod(t.shape[:dims])
-    if not dims or not t.numel():
-        return [span]
-    if count > MAX_VIEW_BLOCKS:
+    if not dims or math.prod(t.shape[:dims]) > MAX_VIEW_BLOCKS:
         return [span]
     starts = torch.tensor([t.storage_offset()], dtype=torch.int64)
     for n, stride in zip(t.shape[:dims], t.stride()[:dims]):
         starts = (starts[:, None] + torch.arange(n, dtype=torch.int64) * stride).reshape(-1)
-    ranges: list[tuple[int, int]] = []
-    for start in sorted(set(starts.tolist())):
-        lo, hi = start * size, (start + inner) * size
-        if ranges and ranges[-1][1] >= lo:
-            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], hi))
-        else:
-            ranges.append((lo, hi))
-    return ranges
+    starts = torch.unique(starts)  # sorted
+    ends = starts + inner
+    if starts.numel() > 1:  # blocks that touch or overlap their predecessor's reach are one range
+        reach = torch.cummax(ends, 0).values
+        opens = torch.cat([torch.ones(1, dtype=torch.bool), starts[1:] > reach[:-1]])
+        first = opens.nonzero().flatten()
+        last = torch.cat([first[1:] - 1, torch.tensor([starts.numel() - 1])])
+        starts, ends = starts[first], reach[last]
+    return [(int(a) * size, int(b) * size) for a, b in zip(starts.tolist(), ends.tolist())]
 
 
 def trivial_bytes(data: torch.Tensor, dtype: torch.dtype) -> bool:

@@ -158,7 +158,7 @@ class CopyTrace(PartOrigins):
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
     def _origin(self, t: torch.Tensor) -> Origin:
-        return self.origins.read(storage_key(t), *view_span(t))
+        return self.origins.read_many(storage_key(t), view_ranges(t, view_span(t)))
 
     def _remember(self, t: torch.Tensor, conversions: bool = False, traced: bool = True) -> None:
         """A value no kernel computed, by digest of its canonical values (with `conversions`, also as every other

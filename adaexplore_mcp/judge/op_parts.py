@@ -9,13 +9,12 @@ the kernel's part out) and elementwise arithmetic on a buffer a kernel wrote one
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 
-from .byte_values import storage_key, view_span
-from .origin_map import KNOWN, PURE, Origin, OriginMap, computed_from
+from .byte_values import storage_key, view_ranges, view_span
+from .origin_map import PURE, Origin, OriginMap, computed_from
 
 _WORK = ("kernel", "derived")
 
@@ -33,34 +32,59 @@ class PartOrigins:
         raise NotImplementedError
 
     def by_parts(self, op: Any, args: Any, kwargs: dict, result: Any, inputs: list[torch.Tensor]) -> bool:
-        if not isinstance(result, torch.Tensor) or not result.is_contiguous() or not result.numel() or \
-                storage_key(result) in {storage_key(t) for t in inputs}:
-            return False  # a view or an in-place result: one origin, as before
+        if not isinstance(result, torch.Tensor) or not result.is_contiguous() or not result.numel():
+            return False
+        key, span = storage_key(result), view_span(result)
+        if any(storage_key(t) == key and view_span(t) != span for t in inputs):
+            return False  # an input overlapping the result otherwise than as itself (in place): one origin
         name = getattr(getattr(op, "_schema", None), "name", "").split("::")[-1]
-        if name == "cat":
-            return self._cat_parts(args, kwargs, result)
+        if name in ("cat", "stack") and not any(storage_key(t) == key for t in inputs):
+            return self._cat_parts(args, kwargs, result, stack=name == "stack")
         if torch.Tag.pointwise in getattr(op, "tags", ()):
             return self._elementwise_parts(result, inputs)
         return False
 
-    def _cat_parts(self, args: Any, kwargs: dict, result: torch.Tensor) -> bool:
-        """A concatenation whose parts lie end to end (along its first dimension of more than one element): each
-        part keeps its input's origin."""
+    def _cat_parts(self, args: Any, kwargs: dict, result: torch.Tensor, stack: bool) -> bool:
+        """A concatenation (or a stack): each input's place in the result takes the input's origins, range by
+        range where both lie end to end (round fifteen: one kernel element in a part vouched for all of it), else
+        the input's as a whole (a concatenation along a later dimension, whose places are strided)."""
         parts = args[0] if args else kwargs.get("tensors")
         dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
-        if not result.dim() or not isinstance(parts, (list, tuple)) or not isinstance(dim, int) or \
-                any(not isinstance(t, torch.Tensor) or t.dtype != result.dtype for t in parts) or \
-                math.prod(result.shape[:dim % result.dim()]) != 1:
+        if not isinstance(parts, (list, tuple)) or not isinstance(dim, int) or not result.dim() or \
+                any(not isinstance(t, torch.Tensor) or t.dtype != result.dtype for t in parts):
             return False
-        kinds = {self._origin(t).kind for t in parts if t.numel()}
-        if not _mixed(kinds):
-            return False  # one kind of origin: the whole result is that (remembered, or an input's move)
-        key, at = storage_key(result), result.storage_offset() * result.element_size()
+        dim %= result.dim()
+        places, at = [], 0
         for t in parts:
-            size = t.numel() * result.element_size()
-            self.origins.set(key, at, at + size, self._origin(t) if size else KNOWN)
-            at += size
+            if stack:
+                places.append(result.select(dim, at))
+                at += 1
+            elif t.numel():
+                width = t.shape[dim] if t.dim() > dim else 0
+                places.append(result.narrow(dim, at, width))
+                at += width
+            else:
+                continue
+        parts = [t for t in parts if t.numel() or stack]
+        if len(places) != len(parts) or any(p.shape != t.shape for p, t in zip(places, parts)):
+            return False
+        pieces = [self._pieces(t, place) for t, place in zip(parts, places)]
+        if not _mixed({o.kind for piece in pieces for _, _, o in piece}):
+            return False  # one kind of origin: the whole result is that (remembered, or an input's move)
+        key = storage_key(result)
+        for piece in pieces:
+            for lo, hi, origin in piece:
+                self.origins.set(key, lo, hi, origin)
         return True
+
+    def _pieces(self, src: torch.Tensor, place: torch.Tensor) -> list[tuple[int, int, Origin]]:
+        """The origins a copy of `src` into `place` (a view of the result) gives the bytes of `place`."""
+        lo, hi = view_span(src)
+        dst_lo, _ = view_span(place)
+        if src.is_contiguous() and place.is_contiguous():
+            return [(dst_lo + a - lo, dst_lo + b - lo, o) for a, b, o in self.origins.parts(storage_key(src), lo, hi)]
+        origin = self._origin(src)
+        return [(a, b, origin) for a, b in view_ranges(place, view_span(place))]
 
     def _elementwise_parts(self, result: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
         """An elementwise operator whose inputs are one element or laid out as its result: each run of elements

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_SEGMENTS = 4096  # per storage; beyond it, neighbouring ranges merge into the more suspect one (a copy wins)
+MAX_SEGMENTS = 4096  # per storage; beyond it, neighbouring ranges merge (_coarsened: a copy wins, else the most bytes)
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,7 @@ class OriginMap:
                 merged[-1] = (merged[-1][0], b, o)
             else:
                 merged.append((a, b, o))
-        while len(merged) > MAX_SEGMENTS:  # never unbounded: the two at the end become one, the more suspect
-            (a, _, o1), (_, b, o2) = merged[-2], merged[-1]
-            merged[-2:] = [(a, b, o1 if _rank(o1) >= _rank(o2) else o2)]
-        self._segments[key] = merged
+        self._segments[key] = merged if len(merged) <= MAX_SEGMENTS else _coarsened(merged)
 
     def parts(self, key: int, lo: int, hi: int) -> list[tuple[int, int, Origin]]:
         """The ranges that make up [lo, hi) of a storage, gaps as PyTorch's."""
@@ -95,9 +92,13 @@ class OriginMap:
         return found
 
     def read(self, key: int, lo: int, hi: int) -> Origin:
-        """What a reader of [lo, hi) takes in: a kernel's work if any part is; else a moved value (laundered unless
-        all of it is moved); else a cancellation; else PyTorch's; known only when all of it is."""
-        origins = [o for _, _, o in self.parts(key, lo, hi)]
+        return self.read_many(key, [(lo, hi)])
+
+    def read_many(self, key: int, ranges: list[tuple[int, int]]) -> Origin:
+        """What a reader of these ranges takes in (a strided view reads its rows, not the gaps between them: red
+        team, round fifteen): a kernel's work if any part is; else a moved value (laundered unless all of it is
+        moved); else a cancellation; else PyTorch's; known only when all of it is."""
+        origins = [o for lo, hi in ranges for _, _, o in self.parts(key, lo, hi)]
         kinds = {o.kind for o in origins}
         if kinds & set(_WORK):
             return Origin("kernel" if kinds == {"kernel"} else "derived")
@@ -125,9 +126,30 @@ def computed_from(origins: list[Origin]) -> Origin:
     return Origin("cancelled") if "cancelled" in kinds else PYTORCH
 
 
+def _coarsened(segments: list[tuple[int, int, Origin]]) -> list[tuple[int, int, Origin]]:
+    """At most MAX_SEGMENTS ranges: runs of neighbours become one, a copy's if there is one among them (a copy is
+    never merged into an input's move, which the pad exemption lets through: round twelve), else the origin that
+    covers most of their bytes (the more suspect on a tie). The two at the end merged into the more suspect, again
+    and again, handed a kernel PyTorch's bytes beyond the bound (round fifteen: 8,192 alternating elements)."""
+    group = -(-len(segments) // MAX_SEGMENTS)
+    out: list[tuple[int, int, Origin]] = []
+    for i in range(0, len(segments), group):
+        run = segments[i:i + group]
+        weight: dict[Origin, int] = {PYTORCH: (run[-1][1] - run[0][0]) - sum(b - a for a, b, _ in run)}  # gaps
+        for a, b, o in run:
+            weight[o] = weight.get(o, 0) + b - a
+        copies = [o for o in weight if _rank(o) >= 4 and weight[o]]
+        origin = max(copies, key=_rank) if copies else max(weight, key=lambda o: (weight[o], _rank(o)))
+        if out and out[-1][2] == origin and out[-1][1] == run[0][0]:
+            out[-1] = (out[-1][0], run[-1][1], origin)
+        else:
+            out.append((run[0][0], run[-1][1], origin))
+    return out
+
+
 def _rank(o: Origin) -> int:
     """How suspect a range is: a merge keeps the more suspect (an input's move is exempt as a pad's or a
     concatenation's part, so it ranks low: red team, round twelve, merged a copy into one)."""
     if o.kind == "moved" and o.input_only:
         return 1
-    return {"moved": 5, "laundered": 5, "cancelled": 4, "kernel": 3, "derived": 3, "pytorch": 2}.get(o.kind, 0)
+    return {"moved": 5, "laundered": 5, "cancelled": 4, "pytorch": 3, "kernel": 2, "derived": 2}.get(o.kind, 0)
