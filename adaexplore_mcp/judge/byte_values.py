@@ -104,12 +104,12 @@ def changed_runs(changed: torch.Tensor, itemsize: int) -> list[tuple[int, int]]:
 MAX_VIEW_BLOCKS = 1 << 16  # view_ranges: contiguous blocks listed at most
 
 
-def view_ranges(t: torch.Tensor, span: tuple[int, int]) -> list[tuple[int, int]]:
-    """The byte ranges of its storage a view's elements occupy, in order, apart; `span` (its first byte to its
-    last) where they fill it or would take more than MAX_VIEW_BLOCKS ranges. A column slice is its rows: PyTorch
-    writing `out[:, :16]` wrote 16 elements of each row, not the kernel's columns between them (round fourteen),
-    and reading it reads those, not the gaps (round fifteen)."""
-    size, inner, dims = t.element_size(), 1, t.dim()
+def view_ranges(t: torch.Tensor) -> list[tuple[int, int]]:
+    """The byte ranges of its storage a view's elements occupy, in order, apart; its span (`view_span`: its first
+    byte to its last) where they fill it or would take more than MAX_VIEW_BLOCKS ranges. A column slice is its
+    rows: PyTorch writing `out[:, :16]` wrote 16 elements of each row, not the kernel's columns between them
+    (round fourteen), and reading it reads those, not the gaps (round fifteen)."""
+    size, inner, dims, span = t.element_size(), 1, t.dim(), view_span(t)
     if not t.numel() or t.numel() * size >= span[1] - span[0]:
         return [span]  # dense (a transpose, a permutation) or overlapping: nothing between its elements
     while dims and (t.stride(dims - 1) == inner or t.shape[dims - 1] == 1):  # the contiguous innermost dimensions
@@ -158,5 +158,5 @@ def trivial(t: torch.Tensor) -> bool:
     return v in (0.0, 1.0, -1.0) or not math.isfinite(v)
 
 
-__all__ = ["MAX_RUNS", "RUN_GAP", "canonical", "storage_key", "view_span", "changed_runs", "flat_bytes", "is_zero", "moved_from", "same_values", "storage_bytes",
-           "trivial", "trivial_bytes", "view_ranges", "whole_elements"]
+__all__ = ["MAX_RUNS", "RUN_GAP", "canonical", "changed_runs", "flat_bytes", "is_zero", "moved_from", "same_values",
+           "storage_bytes", "storage_key", "trivial", "trivial_bytes", "view_ranges", "view_span", "whole_elements"]

@@ -33,13 +33,14 @@ that concatenates PyTorch's halves), pieces equal to an input excepted (a concat
 Origins are kept per byte range: a write to part of a buffer (PyTorch's, or a kernel's) leaves a copy elsewhere
 in it a copy (red team, rounds ten and eleven), and a launch's copy is judged on the runs of bytes it changed
 (the first n elements of a larger buffer; the two ends of an output PyTorch filled in between, round thirteen),
-against what it read. An output the kernels computed under an eighth of (beside PyTorch) is PyTorch's work. `cancelled`:
-PyTorch turned a kernel's values into one constant (`p - w * 2`), or computed a result they had no effect on
-(`y + k * 1e-30`: op_sensitivity.py), which carries no kernel work. A kernel that moves an input, whole or
-converted to another dtype, does an identity or cast task's work, and an output made of inputs moved into place
-beside constants (a pad, a concatenation by several launches) is not a copy. Values are compared as numbers (a
--0.0 for a 0.0 is no work). Not recognised: a kernel that copies one or two elements of an input, which PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that
-PyTorch undoes is a documented limit; on a GPU the kernels' share of device time says it (under 10% warns).
+against what it read. An output the kernels computed under an eighth of (beside PyTorch) is PyTorch's work.
+`cancelled`: PyTorch turned a kernel's values into one constant (`p - w * 2`), or computed a result they had no
+effect on (`y + k * 1e-30`: op_sensitivity.py), which carries no kernel work. A kernel that moves an input, whole
+or converted to another dtype, does an identity or cast task's work, and an output made of inputs moved into
+place beside constants (a pad, a concatenation by several launches) is not a copy. Values are compared as numbers
+(a -0.0 for a 0.0 is no work). Not recognised: a kernel that copies one or two elements of an input, which
+PyTorch then cancels (`x*2 + (w - x[:1]) + 1`): trivial work that PyTorch undoes is a documented limit; on a GPU
+the kernels' share of device time says it (under 10% warns).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ from typing import Any
 import torch
 
 from .compare import MAX_NESTING, as_tensors, flat_tensors
-from .byte_values import (canonical, flat_bytes, is_zero, moved_from, storage_bytes, storage_key, trivial, trivial_bytes,
-                          view_ranges, view_span, whole_elements)
+from .byte_values import (canonical, flat_bytes, is_zero, moved_from, storage_bytes, storage_key, trivial,
+                          trivial_bytes, view_ranges, view_span, whole_elements)
 from .op_sensitivity import ignores
 from .op_parts import PartOrigins
 from .origin_map import KNOWN, PURE, PYTORCH, Origin, OriginMap, computed_from
@@ -158,7 +159,7 @@ class CopyTrace(PartOrigins):
         self._seen: dict[tuple, bool] = {}  # a version of a tensor remembered -> with its conversions
 
     def _origin(self, t: torch.Tensor) -> Origin:
-        return self.origins.read_many(storage_key(t), view_ranges(t, view_span(t)))
+        return self.origins.read_many(storage_key(t), view_ranges(t))
 
     def _remember(self, t: torch.Tensor, conversions: bool = False, traced: bool = True) -> None:
         """A value no kernel computed, by digest of its canonical values (with `conversions`, also as every other
@@ -185,8 +186,9 @@ class CopyTrace(PartOrigins):
               written: Mapping[int, tuple[int, int] | list[tuple[int, int]]] | set[int] | None = None,
               before: Mapping[int, torch.Tensor] | None = None) -> None:
         """`written` may give a storage several ranges (`changed_runs`), each judged on its own. `before`: the
-        bytes of storages the launch changed as they were before it, so that a copy is judged against what the kernel read (red team, round thirteen: a kernel that copied PyTorch's answer and then
-        overwrote it hid the copy from a comparison made afterwards)."""
+        bytes of storages the launch changed as they were before it, so that a copy is judged against what the
+        kernel read (red team, round thirteen: a kernel that copied PyTorch's answer and then overwrote it hid the
+        copy from a comparison made afterwards)."""
         tensors = launch_tensors(args, kwargs)
         name = getattr(getattr(kernel, "fn", None), "__name__", "?")
         origins = [self._origin(t) for t in tensors]
@@ -231,10 +233,11 @@ class CopyTrace(PartOrigins):
         inputs' origin: `pytorch` when no kernel computed any of them (remembered by digest), `laundered` when one
         was moved, `derived` when a kernel computed one, `known` when it only moved inputs (`.contiguous()`),
         `cancelled` when a kernel's values came out as one constant or changed nothing (op_sensitivity.py).
-        Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel had zeroed, then moved by a kernel, is a
-        copy too (red team, round seven), and so is a moved result changed in place by a no-op (round eight)."""
+        Whoever made the memory: a result PyTorch computed into a buffer made before the call, or into one a kernel
+        had zeroed, then moved by a kernel, is a copy too (red team, round seven), and so is a moved result changed
+        in place by a no-op (round eight)."""
         inputs = read_by(op, args, kwargs)
-        if self.by_parts(op, args, kwargs, result, inputs):
+        if self.by_parts(op, _op_name(op), args, kwargs, result, inputs):
             return
         origins = [self._origin(t) for t in inputs]
         kinds = {o.kind for o in origins}
@@ -251,7 +254,7 @@ class CopyTrace(PartOrigins):
             # `w * 2`) carry no work into what is computed from them: round ten, a fixed pattern cancelled
             cancels = ignored or (kind == "derived" and trivial(t) and (t.numel() > 1 or is_zero(t)))
             origin = KNOWN if moves_inputs else Origin("cancelled") if cancels else computed_origin
-            self.origins.set_many(storage_key(t), view_ranges(t, view_span(t)), origin)
+            self.origins.set_many(storage_key(t), view_ranges(t), origin)
             if moves_inputs:
                 self.known_values.add(tensor_digest(t))
             elif (kind != "derived" or ignored) and inputs:

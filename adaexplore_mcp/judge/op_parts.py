@@ -31,13 +31,13 @@ class PartOrigins:
     def _remember(self, t: torch.Tensor, conversions: bool = False, traced: bool = True) -> None:
         raise NotImplementedError
 
-    def by_parts(self, op: Any, args: Any, kwargs: dict, result: Any, inputs: list[torch.Tensor]) -> bool:
+    def by_parts(self, op: Any, name: str, args: Any, kwargs: dict, result: Any, inputs: list[torch.Tensor]) -> bool:
+        """`name`: the operator's name without its namespace (`cat`), as the trace reads it."""
         if not isinstance(result, torch.Tensor) or not result.is_contiguous() or not result.numel():
             return False
         key, span = storage_key(result), view_span(result)
         if any(storage_key(t) == key and view_span(t) != span for t in inputs):
             return False  # an input overlapping the result otherwise than as itself (in place): one origin
-        name = getattr(getattr(op, "_schema", None), "name", "").split("::")[-1]
         if name in ("cat", "stack") and not any(storage_key(t) == key for t in inputs):
             return self._cat_parts(args, kwargs, result, stack=name == "stack")
         if torch.Tag.pointwise in getattr(op, "tags", ()):
@@ -84,7 +84,7 @@ class PartOrigins:
         if src.is_contiguous() and place.is_contiguous():
             return [(dst_lo + a - lo, dst_lo + b - lo, o) for a, b, o in self.origins.parts(storage_key(src), lo, hi)]
         origin = self._origin(src)
-        return [(a, b, origin) for a, b in view_ranges(place, view_span(place))]
+        return [(a, b, origin) for a, b in view_ranges(place)]
 
     def _elementwise_parts(self, result: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
         """An elementwise operator whose inputs are one element or laid out as its result: each run of elements

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from .byte_values import same_values
+
 NOISE_SEED = 0x51DE
 RELATIVE = 1e-3  # the relative change, or RELATIVE_ULPS units in the last place where that is more
 RELATIVE_ULPS = 4
@@ -142,9 +144,7 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal in shape, dtype and every value (a NaN equal to a NaN, -0.0 to 0.0)."""
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
         return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (a.isnan() & b.isnan())).all())
-    return torch.equal(a, b)
+    return same_values(a, b) if a.is_floating_point() or a.is_complex() else torch.equal(a, b)
 
 
 __all__ = ["ignores"]

@@ -228,10 +228,11 @@ class Run:
                 changed = old != now
                 if not bool(changed.any()):
                     continue
-                written[storage_key(t)], was[storage_key(t)] = _changed_span(changed), old
-                runs[storage_key(t)] = changed_runs(changed, t.element_size())
+                key = storage_key(t)
+                runs[key], was[key] = changed_runs(changed, t.element_size()), old
+                written[key] = (runs[key][0][0], runs[key][-1][1])  # first to last changed element
                 self.write_digests[(i, pos)] = _write_digest(now, changed)
-                if _wrote_a_constant(t, now, written[storage_key(t)]):
+                if _wrote_a_constant(t, now, written[key]):
                     self.constant_writes.add((i, pos))
                 self._keep(i, pos, now, changed)
             del before
