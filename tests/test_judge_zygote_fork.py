@@ -53,3 +53,31 @@ def test_a_refused_fork_reaches_the_referee_as_a_runner_that_could_not_start(mon
         ours.close()
         theirs.close()
     assert not serving.is_alive()
+
+
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def test_the_zygote_sweeps_scratch_directories_of_runners_that_are_gone(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zygote killed before it reaped its runners leaves their directories; the next one removes those of dead
+    pids once they are a minute old, and nothing else."""
+    monkeypatch.setattr(zygote.tempfile, "gettempdir", lambda: str(tmp_path))
+    dead = _dead_pid()
+    made = {}
+    for name in (f"adaexplore-runner-{dead}", f"adaexplore-runner-{os.getpid()}", "adaexplore-runner-x1", "other"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "f.py").write_text("x = 1\n")
+        made[name] = tmp_path / name
+    for path in made.values():
+        os.utime(path, (1, 1))
+    recent = tmp_path / f"adaexplore-runner-{_dead_pid()}"
+    recent.mkdir()
+    assert zygote.sweep_runner_tmps() == 1
+    assert not made[f"adaexplore-runner-{dead}"].exists()
+    assert made[f"adaexplore-runner-{os.getpid()}"].exists()  # a live pid: whoever's, it stays
+    assert made["adaexplore-runner-x1"].exists() and made["other"].exists() and recent.exists()

@@ -6,8 +6,10 @@ allowed values; `python tests/test_tasks_gpu.py [--sweep] [--out results.json]` 
 
 from __future__ import annotations
 
+import atexit
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -16,17 +18,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from adaexplore_mcp.tasks.format import apply_shapes, import_file, write_module_file
+from adaexplore_mcp.tasks.format import import_file, write_module_file
 from adaexplore_mcp.tasks.library import builtin_tasks
 from adaexplore_mcp.tasks.solutions import set_tunable, solutions
 
 pytestmark = pytest.mark.gpu
 
-TMP = Path(tempfile.mkdtemp(prefix="ada_tasks_gpu_"))
+_modules_dir: list[Path] = []  # made on first use, removed at exit: collecting these tests (CI) writes nothing
 
 
 def _load(prefix: str, source: str):
-    name, path = write_module_file(TMP, prefix, source)
+    if not _modules_dir:
+        _modules_dir.append(Path(tempfile.mkdtemp(prefix="ada_tasks_gpu_")))
+        atexit.register(shutil.rmtree, _modules_dir[0], True)
+    name, path = write_module_file(_modules_dir[0], prefix, source)
     return import_file(name, path)
 
 

@@ -156,7 +156,44 @@ def _fork_with_retry(tries: int = 5) -> tuple[socket.socket, socket.socket, int]
 
 def _runner_tmp(pid: int) -> Path:
     """The scratch directory of a runner without a private tmpfs; the zygote removes it once it reaps the pid."""
-    return Path(tempfile.gettempdir()) / f"adaexplore-runner-{pid}"
+    return Path(tempfile.gettempdir()) / f"{RUNNER_TMP_PREFIX}{pid}"
+
+
+RUNNER_TMP_PREFIX = "adaexplore-runner-"
+STALE_TMP_S = 60.0  # a runner makes its directory within a second of its fork: an older one of a dead pid is left over
+
+
+def sweep_runner_tmps(stale_s: float = STALE_TMP_S) -> int:
+    """Remove the scratch directories of runners that are gone (a zygote killed before it reaped them leaves
+    them: 128 in /tmp after a day of test runs). A live pid's directory stays, whoever's runner it is; so does a
+    recent one. Returns how many went."""
+    removed, now = 0, time.time()
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        return 0
+    for entry in entries:
+        pid = entry.name[len(RUNNER_TMP_PREFIX):]
+        if not entry.name.startswith(RUNNER_TMP_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.is_dir(follow_symlinks=False) and info.st_uid == os.getuid() and now - info.st_mtime > stale_s:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed += not os.path.exists(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process: alive
+        return True
+    return True
 
 
 _leftover_groups: set[int] = set()  # runners whose groups could not be removed yet: tried again after each request
@@ -305,6 +342,7 @@ def main() -> None:
 
     sandbox_cgroup.hierarchies()  # read once here: every runner inherits it
     sandbox_cgroup.sweep()  # groups a zygote that died left behind
+    sweep_runner_tmps()  # and its runners' scratch directories
     ctrl.sendall(b'{"ready": true}\n')
     serve(ctrl)
 
