@@ -200,3 +200,25 @@ def test_the_replay_is_judged_before_the_timing_and_a_rejected_candidate_is_not_
     ev = judge.evaluate(task(**BIG), token)
     assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", why(ev)
     assert ev.timing is None and ev.speedup is None and "timing_candidate" not in ev.stages_ms
+
+
+def test_a_kernel_body_that_reaches_python_at_compile_time_is_refused_by_the_replay(judge: Judge) -> None:
+    """Triton's code generator calls what a kernel body reaches (`tl.core.builtins.exec`); in the replay that
+    code would forge the runs that decide the verdict (red team, round 16). The candidate's own runner may run
+    it (its own process); the replay's compile guard refuses it, and the judge stays whole."""
+    from tests.redteam.conftest import TOKEN_KERNELS
+
+    payload = ("import adaexplore_mcp.judge.replay as R; R.Run.execute = (lambda run, *a, _e=R.Run.execute: "
+               "_e(run, *a) * 0 + 12345 if run.mode != 'full' else _e(run, *a))")
+    extra = TOKEN_KERNELS + f'''
+
+@triton.jit
+def escape_kernel(x_ptr):
+    tl.core.builtins.exec({payload!r})
+    tl.store(x_ptr, tl.load(x_ptr))
+'''
+    forged = candidate("        escape_kernel[(1,)](x)\n        return x * 2 + 1", extra=extra)
+    ev = judge.evaluate(task(**BIG), forged)
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", why(ev)
+    assert "outside Triton's language" in ev.rejected.message, why(ev)
+    assert judge.evaluate(task(**BIG), GOOD).verdict == Verdict.passed

@@ -36,7 +36,7 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
-from .replay_kernels import ReplayError, _global, _scalar, _torch_attr, build_kernels, triton_dtype
+from .replay_kernels import ReplayError, _scalar, _torch_attr, build_kernels, descriptor, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
@@ -53,9 +53,19 @@ def _op(name: str) -> Any:
                           "candidate's Triton kernels) are replayed")
     base, _, overload = rest.partition(".")
     try:
-        return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
-    except AttributeError:
-        raise ReplayError(f"unknown operator {str(name)[:60]!r}") from None
+        op = getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+    except (AttributeError, RuntimeError):
+        op = None
+    if not isinstance(op, torch._ops.OpOverload) or base.startswith("__"):  # the program names it: nothing else
+        raise ReplayError(f"unknown operator {str(name)[:60]!r}")
+    return op
+
+
+def _option_value(v: Any) -> bool:
+    """A launch option's value: a number, a flag, None, or numbers (`num_warps=4`, `cluster_dims=(2, 1, 1)`)."""
+    if isinstance(v, (list, tuple)):
+        return all(isinstance(x, (bool, int)) for x in v)
+    return isinstance(v, (bool, int, float, type(None)))
 
 
 def _fill(t: torch.Tensor) -> None:
@@ -128,8 +138,8 @@ class Run:
             if "enum" in d:
                 return _torch_attr(d["enum"], (torch.memory_format, torch.layout))
             if "triton_obj" in d:  # a TensorDescriptor: rebuilt around the replay's own tensor
-                cls = _global({"attr": list(d["triton_obj"])[:2]})
-                return cls(**{str(k): self.value(v) for k, v in (d.get("fields") or {}).items()})
+                fields = d.get("fields") if isinstance(d.get("fields"), dict) else {}
+                return descriptor(d["triton_obj"], {str(k): self.value(v) for k, v in fields.items()})
             raise ReplayError(f"bad argument in the program: {str(d)[:60]}")
         return d
 
@@ -211,6 +221,11 @@ class Run:
             raise ReplayError(f"the program's launch of {name[:60]!r} cannot be replayed (no kernel or no grid)")
         args = self.value(step.get("args") or {"l": []})
         kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
+        params = set(getattr(kernel, "arg_names", None) or [])
+        for key, v in kwargs.items():  # an option a string would reach a compiler's command line (`ptx_options`)
+            if key not in params and not _option_value(v):
+                raise ReplayError(f"the launch of {name[:60]!r} passes the option {key[:40]!r} as a "
+                                  f"{type(v).__name__}: launch options are numbers")
         return name, kernel, args, kwargs
 
     def _launch(self, step: dict, i: int) -> None:
@@ -340,8 +355,10 @@ class ReplayOps:
 
     def op_replay_prepare(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Kernel files from earlier runs of this source, then the kernels rebuilt from the source."""
+        from . import compile_guard
         from .kernel_cache import take_kernel_files
 
+        compile_guard.install()  # before any kernel of the candidate's is compiled here: its body stays Triton's
         take_kernel_files(req, bufs)
         program = req.get("program")
         if not isinstance(program, dict):
@@ -416,6 +433,12 @@ class ReplayOps:
         except ReplayError as exc:
             return {"replay_error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels, on other inputs
+            from .compile_guard import cause
+
+            refused = cause(exc)
+            if refused is not None:
+                return {"replay_error": f"a kernel's body reaches Python outside Triton's language while it compiles "
+                        f"({str(refused)[:200]}); the replay compiles Triton's language only"}
             return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         traced, traced_out = (capture, other_out) if substituted else (full, got)  # the run the copy trace saw
         packs: list[Any] = []
