@@ -36,7 +36,7 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
-from .replay_kernels import ReplayError, _scalar, _torch_attr, build_kernels, descriptor, triton_dtype
+from .replay_kernels import ReplayError, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
@@ -59,13 +59,6 @@ def _op(name: str) -> Any:
     if not isinstance(op, torch._ops.OpOverload) or base.startswith("__"):  # the program names it: nothing else
         raise ReplayError(f"unknown operator {str(name)[:60]!r}")
     return op
-
-
-def _option_value(v: Any) -> bool:
-    """A launch option's value: a number, a flag, None, or numbers (`num_warps=4`, `cluster_dims=(2, 1, 1)`)."""
-    if isinstance(v, (list, tuple)):
-        return all(isinstance(x, (bool, int)) for x in v)
-    return isinstance(v, (bool, int, float, type(None)))
 
 
 def _fill(t: torch.Tensor) -> None:
@@ -223,7 +216,7 @@ class Run:
         kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
         params = set(getattr(kernel, "arg_names", None) or [])
         for key, v in kwargs.items():  # an option a string would reach a compiler's command line (`ptx_options`)
-            if key not in params and not _option_value(v):
+            if key not in params and not option_value(v):
                 raise ReplayError(f"the launch of {name[:60]!r} passes the option {key[:40]!r} as a "
                                   f"{type(v).__name__}: launch options are numbers")
         return name, kernel, args, kwargs

@@ -267,6 +267,13 @@ def descriptor(kind: Any, fields: dict[str, Any]) -> Any:
     return cls(**fields)
 
 
+def option_value(v: Any) -> bool:
+    """A launch option's value: a number, a flag, None, or numbers (`num_warps=4`, `cluster_dims=(2, 1, 1)`)."""
+    if isinstance(v, (list, tuple)):
+        return all(isinstance(x, (bool, int)) for x in v)
+    return isinstance(v, (bool, int, float, type(None)))
+
+
 def _scalar(v: Any) -> Any:
     return decode_float(v) if isinstance(v, dict) and "float" in v else v
 

@@ -158,7 +158,7 @@ def _escapes(marker: Path) -> dict[str, str]:
         "dunder_class": f"x_ptr.dtype.__class__.__init__.__globals__['builtins'].exec({write!r})",
         "builtins_name": f"__builtins__['exec']({write!r})",
         "knobs_module": "triton.knobs.compilation.always_compile",
-        "through_a_dict": f"getattr(tl.core, 'knobs')",
+        "getattr_to_knobs": "getattr(tl.core, 'knobs')",
     }
 
 
