@@ -205,9 +205,12 @@ def test_the_replay_is_judged_before_the_timing_and_a_rejected_candidate_is_not_
 def test_a_kernel_body_that_reaches_python_at_compile_time_is_refused_by_the_replay(judge: Judge) -> None:
     """Triton's code generator calls what a kernel body reaches (`tl.core.builtins.exec`); in the replay that
     code would forge the runs that decide the verdict (red team, round 16). The candidate's own runner may run
-    it (its own process); the replay's compile guard refuses it, and the judge stays whole."""
+    it (its own process). Each candidate here empties its own Triton cache, so the replay compiles its kernels
+    itself (else it loads what the candidate's runner compiled): the guard refuses the escape and lets an honest
+    kernel through, on this host's Triton."""
     from tests.redteam.conftest import TOKEN_KERNELS
 
+    forget = "        import os, shutil; shutil.rmtree(os.environ['TRITON_CACHE_DIR'], ignore_errors=True)\n"
     payload = ("import adaexplore_mcp.judge.replay as R; R.Run.execute = (lambda run, *a, _e=R.Run.execute: "
                "_e(run, *a) * 0 + 12345 if run.mode != 'full' else _e(run, *a))")
     extra = TOKEN_KERNELS + f'''
@@ -217,8 +220,9 @@ def escape_kernel(x_ptr):
     tl.core.builtins.exec({payload!r})
     tl.store(x_ptr, tl.load(x_ptr))
 '''
-    forged = candidate("        escape_kernel[(1,)](x)\n        return x * 2 + 1", extra=extra)
+    forged = candidate(f"        escape_kernel[(1,)](x)\n{forget}        return x * 2 + 1", extra=extra)
     ev = judge.evaluate(task(**BIG), forged)
     assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_replayable", why(ev)
     assert "outside Triton's language" in ev.rejected.message, why(ev)
-    assert judge.evaluate(task(**BIG), GOOD).verdict == Verdict.passed
+    honest = candidate(f"        y = affine(x)\n{forget}        return y")
+    assert judge.evaluate(task(**BIG), honest).verdict == Verdict.passed

@@ -28,3 +28,34 @@ def give_back(keep_cached_bytes: int | None = 0, collect_garbage: bool = False) 
     if keep_cached_bytes is not None and torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > keep_cached_bytes:
         torch.cuda.empty_cache()
     return torch.cuda.memory_allocated()
+
+
+def record_history() -> None:
+    """With ADAEXPLORE_MEMORY_HISTORY=1 (a diagnosis, off by default): remember where each block was allocated,
+    so `held_summary` can say who holds what a request left allocated."""
+    import os
+
+    if os.environ.get("ADAEXPLORE_MEMORY_HISTORY") == "1" and torch.cuda.is_available():
+        try:
+            torch.cuda.memory._record_memory_history(max_entries=50000)
+        except Exception:  # noqa: BLE001 - a torch without it: the summary says so
+            pass
+
+
+def held_summary(limit: int = 4) -> str:
+    """The largest groups of allocated blocks by the judge's frames that allocated them (`record_history`)."""
+    try:
+        snapshot = torch.cuda.memory._snapshot()
+    except Exception as exc:  # noqa: BLE001 - no history recorded, or a torch without it
+        return f"no allocation history ({type(exc).__name__})"
+    groups: dict[str, int] = {}
+    for segment in snapshot.get("segments", []):
+        for block in segment.get("blocks", []):
+            if block.get("state") != "active_allocated":
+                continue
+            frames = [f"{f.get('filename', '').rsplit('/', 1)[-1]}:{f.get('line')}:{f.get('name')}"
+                      for f in block.get("frames", []) if "adaexplore_mcp" in f.get("filename", "")][:5]
+            key = " < ".join(frames) or "(no judge frame)"
+            groups[key] = groups.get(key, 0) + int(block.get("size", 0))
+    top = sorted(groups.items(), key=lambda kv: -kv[1])[:limit]
+    return "; ".join(f"{size >> 20} MiB at {where}" for where, size in top) or "nothing allocated"

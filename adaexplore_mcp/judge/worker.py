@@ -75,6 +75,9 @@ def main(conn: Connection, config: dict[str, Any]) -> None:
     referee.physical_index = config.get("physical_index")
     _watch_parent(referee.close)
     if device == "cuda":
+        from .device_memory import record_history
+
+        record_history()  # ADAEXPLORE_MEMORY_HISTORY=1 only: who allocated what a request leaves behind
         torch.zeros(1, device="cuda").sum().item()
         referee.gpu_name = torch.cuda.get_device_name(0)
         referee.build_trusted_kernels()
@@ -122,13 +125,14 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
     # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
     # cached: returning them made the next evaluation pay cudaMalloc again.
-    from .device_memory import KEEP_CACHED_BYTES, give_back
+    from .device_memory import KEEP_CACHED_BYTES, give_back, held_summary
     from .notes import note
 
     left = give_back(KEEP_CACHED_BYTES, collect_garbage=True)
     if left > LEFT_BEHIND_BYTES:  # what a runner never let go of: lent blocks wait for it forever (CUDA IPC)
+        held = f" [{held_summary()}]" if os.environ.get("ADAEXPLORE_MEMORY_HISTORY") == "1" else ""
         note(f"referee replaced: {left >> 20} MiB of device memory stayed allocated after the request (a runner kept "
-             "tensors it was lent?)")
+             f"tensors it was lent?){held}")
         result["recycle"] = True
     return result
 
