@@ -66,19 +66,18 @@ def launch_tensors(args: Any, kwargs: dict) -> list[torch.Tensor]:
     PyTorch's result through a tensor in a tuple was neither captured nor seen by the copy check (red team,
     round seven)."""
     found: list[torch.Tensor] = []
-
-    def walk(v: Any, depth: int) -> None:
+    # A loop, not a recursive closure: that closure was a reference cycle holding every tensor found (the replay's
+    # lent inputs) until the collector ran, and a replay killed before then kept them allocated in the referee for
+    # good (CUDA IPC): 1,216 MiB on an H100, and its referees replaced (bench/results/2026-12-07-h2).
+    todo: list[tuple[Any, int]] = [(a, 0) for a in reversed([*args, *kwargs.values()])]
+    while todo:
+        v, depth = todo.pop()
         if isinstance(v, torch.Tensor):
             found.append(v)
         elif depth < MAX_NESTING and isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x, depth + 1)
+            todo.extend((x, depth + 1) for x in reversed(v))
         elif depth < MAX_NESTING and dataclasses.is_dataclass(v) and not isinstance(v, type):
-            for f in dataclasses.fields(v):
-                walk(getattr(v, f.name, None), depth + 1)
-
-    for a in [*args, *kwargs.values()]:
-        walk(a, 0)
+            todo.extend((getattr(v, f.name, None), depth + 1) for f in reversed(dataclasses.fields(v)))
     return found
 
 
