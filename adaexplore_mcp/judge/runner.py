@@ -13,7 +13,6 @@ verdict from what it can check itself (outputs it maps read-only, and its own wa
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
 import time
@@ -434,9 +433,8 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 del self.kept[key]
         else:
             self.kept.clear()
-        if req.get("last"):  # the runner is killed next (runners.let_go): the work trace holds lent inputs, and
-            self.work_trace = None  # so may garbage in reference cycles (the replay's runs and copy trace: on an
-            gc.collect()  # H100 the referees kept 1,216 MiB of the replay's lent sets, 2026-12-07-h2)
+        if req.get("last"):  # the runner is killed next (runners.let_go): the work trace holds lent inputs
+            self.work_trace = None  # (no cycle may hold them: a collection here cost 150-240 ms, 2026-12-07-i)
         if self.device != "cuda":
             return {"ok": True, "reserved": 0}
         if req.get("keep_cache"):  # mid-evaluation: the next step allocates the same sizes again
