@@ -11,11 +11,12 @@ kernel's line, in its own runner, what the replay would refuse.
 
 What a compile may reach (each value a node evaluates to is checked, and the contents of Python containers):
 Triton's language (`triton.language` and its submodules), `math`, Triton's top-level helpers (`triton.cdiv`),
-the builtins the code generator offers (`range`, `getattr`...), plain numbers, strings and containers and their
-methods, compiled @jit functions and Triton's IR values. Refused: attributes and global names starting with an
-underscore (`__class__`, `__builtins__`), any other module, function or class (`builtins.exec`, `os.system`,
-a @jit function's Python `fn`, `JITFunction.run`), and `getattr`/`hasattr` with such a name. An honest kernel
-reads none of these.
+the builtins the code generator offers (`range`, `getattr`...), plain numbers, strings and containers and the
+methods of theirs that only read (`PLAIN_READS`), compiled @jit functions and Triton's IR values. Refused:
+attributes and global names starting with an underscore (`__class__`, `__builtins__`), any other module,
+function or class (`builtins.exec`, `os.system`, a @jit function's Python `fn`, `JITFunction.run`), other methods
+of plain values (`str.format` walks attributes and items, underscores included, and reached `ctypes.cdll[path]`:
+red team, round 17), and `getattr`/`hasattr` with such a name. An honest kernel reads none of these.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def module_allowed(name: str) -> bool:
 
 
 PLAIN_METHOD = "<a method of a plain value>"
+PLAIN_READS = frozenset({"get", "keys", "values", "items", "index", "count", "startswith", "endswith", "lower", "upper",
+                         "strip", "lstrip", "rstrip", "split", "rsplit", "join", "replace", "find", "rfind",
+                         "isdigit", "isidentifier", "bit_length", "is_integer", "conjugate"})
 
 
 def _owner_module(value: Any) -> str:
@@ -47,7 +51,9 @@ def _owner_module(value: Any) -> str:
         owner = value.__self__
         if owner is None or isinstance(owner, types.ModuleType):
             return value.__module__ or getattr(owner, "__name__", "") or ""
-        return PLAIN_METHOD if isinstance(owner, PLAIN) else type(owner).__module__
+        if isinstance(owner, PLAIN):  # only methods that read: `str.format` walks attributes and items itself,
+            return PLAIN_METHOD if value.__name__ in PLAIN_READS else "builtins"  # underscores included (round 17)
+        return type(owner).__module__
     if isinstance(value, types.MethodType):
         return getattr(value.__func__, "__module__", "") or ""
     return getattr(value, "__module__", "") or ""

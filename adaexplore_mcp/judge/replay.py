@@ -36,30 +36,16 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
-from .replay_kernels import ReplayError, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
+from .replay_inputs import LentInputs
+from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
 
-NAMESPACES = ("aten", "prims")
 EMPTY_OPS = frozenset({"aten::empty.memory_format", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
                        "aten::new_empty_strided", "aten::empty_permuted"})
+RESIZE_OPS = frozenset({"aten::resize_", "aten::resize_as_"})
 # ================================================================================================ running
-
-def _op(name: str) -> Any:
-    namespace, _, rest = str(name).partition("::")
-    if namespace not in NAMESPACES or not rest:
-        raise ReplayError(f"the forward call ran operator {str(name)[:60]!r}; only ATen operators (and the "
-                          "candidate's Triton kernels) are replayed")
-    base, _, overload = rest.partition(".")
-    try:
-        op = getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
-    except (AttributeError, RuntimeError):
-        op = None
-    if not isinstance(op, torch._ops.OpOverload) or base.startswith("__"):  # the program names it: nothing else
-        raise ReplayError(f"unknown operator {str(name)[:60]!r}")
-    return op
-
 
 def _fill(t: torch.Tensor) -> None:
     if t.is_floating_point() or t.is_complex():
@@ -184,9 +170,14 @@ class Run:
         args = self.value(step.get("args") or {"l": []})
         kwargs = {str(k): self.value(v) for k, v in (step.get("kwargs") or {}).items()}
         op = _op(step["op"])
+        grown = args[0].numel() if step["op"] in RESIZE_OPS and args and isinstance(args[0], torch.Tensor) else None
         got = op(*args, **kwargs)
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
             _fill(got)
+        elif grown is not None and isinstance(got, torch.Tensor) and got.numel() > grown:
+            if not got.is_contiguous():  # memory a resize exposes is as unwritten as torch.empty's: it could hold
+                raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values (red team, round 17)
+            _fill(got.view(-1)[grown:])
         if self.copies is not None:
             self.copies.pytorch_op(op, args, kwargs, got)
         self.bind(step.get("out"), got, where)
@@ -366,7 +357,7 @@ class ReplayOps:
         self.kept["replay_program"] = program
         return {"ok": True}
 
-    def _parameters_check(self, program: dict, kernels: dict, inputs: list, fresh: Any, capture: Run,
+    def _parameters_check(self, program: dict, kernels: dict, first: Any, fresh: Any, capture: Run,
                           checked: Any) -> tuple[Any, int]:
         """When the other inputs' writes changed nothing: the launches whose writes change with the call's
         constants perturbed (work on the parameters alone: a weight standardized or dequantized, a norm) get what
@@ -374,7 +365,7 @@ class ReplayOps:
         gets no credit (red team, round eleven: a pattern put back in another order did). (output, launches)."""
         try:
             probe = Run(program, kernels, self.device, "capture")
-            probe.execute(list(inputs), [_perturbed(c) for c in fresh()])
+            probe.execute(first(), [_perturbed(c) for c in fresh()])
         except Exception:  # noqa: BLE001 - constants out of their domain: no launch shown to read them
             return checked, 0
         # a constant written is no work, whatever changes it (red team, round twelve: a zero gate from a buffer)
@@ -383,7 +374,7 @@ class ReplayOps:
         if probe.overflow or not reads:
             return checked, 0
         again = Run(program, kernels, self.device, "mixed", captured={i: probe.captured[i] for i in reads})
-        return again.execute(list(inputs), fresh()), len(reads)
+        return again.execute(first(), fresh()), len(reads)
 
     def op_replay(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The runs on the lent inputs; their outputs stay alive until `release` (the referee maps them).
@@ -399,28 +390,31 @@ class ReplayOps:
         sets = wire.decode_value(req["sets"], bufs)
         inputs, constants, other = sets[0], sets[1], (sets[2] if len(sets) > 2 else None)
         fresh = lambda: [c.clone() for c in constants]  # noqa: E731
+        lent = LentInputs(inputs, other)
+        first = lambda: lent.fresh(inputs)  # noqa: E731 - the first set's aliases for one run
         capture: Run | None = None
         try:
             if other is not None:  # first: it may not touch the first set's inputs, which the others share
-                known = fresh()
-                capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other, *known]))
-                other_out = capture.execute(list(other), known)
+                known, other_run = fresh(), lent.fresh(other)
+                capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other_run, *known]))
+                other_out = capture.execute(other_run, known)
             if capture is not None and capture.overflow:  # never a weaker check: the candidate would choose it
                 return {"replay_error": f"its launches changed memory that takes more than {CAPTURE_MAX_BYTES >> 30} GiB "
                         "to keep in one call (each launch's changed bytes, or the span from its first to its last "
                         "changed byte), more than the substitution check holds; fewer, larger launches keep less"}
             substituted = capture is not None
             checked = Run(program, kernels, self.device, "substitute" if substituted else "skip",
-                          captured=capture.captured if substituted else None).execute(list(inputs), fresh())
+                          captured=capture.captured if substituted else None).execute(first(), fresh())
             if capture is not None:
                 capture.captured = {}  # the writes are spent: let go of them before the last run
-            known = fresh()
+            known, first_run = fresh(), first()
             full = Run(program, kernels, self.device, "full",
-                       copies=None if substituted else CopyTrace([*inputs, *known]))
-            got = full.execute(list(inputs), known)
+                       copies=None if substituted else CopyTrace([*first_run, *known]))
+            got = full.execute(first_run, known)
             parameters = 0
             if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing
-                checked, parameters = self._parameters_check(program, kernels, inputs, fresh, capture, checked)
+                checked, parameters = self._parameters_check(program, kernels, first, fresh, capture, checked)
+            lent.check()
             if self.device == "cuda":
                 torch.cuda.synchronize()
         except ReplayError as exc:

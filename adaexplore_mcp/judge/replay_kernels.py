@@ -248,6 +248,30 @@ def language_object(module: Any, path: Any) -> Any:
     return target
 
 
+NAMESPACES = ("aten", "prims")
+# Operators that reach outside their tensors: a file mapped into a tensor kept state from one run to the next
+# (and wrote the replay's Triton cache), so the runs could tell each other apart (red team, round 17).
+REFUSED_OPS = frozenset({"from_file", "_print"})
+
+
+def _op(name: str) -> Any:
+    namespace, _, rest = str(name).partition("::")
+    if namespace not in NAMESPACES or not rest:
+        raise ReplayError(f"the forward call ran operator {str(name)[:60]!r}; only ATen operators (and the "
+                          "candidate's Triton kernels) are replayed")
+    base, _, overload = rest.partition(".")
+    try:
+        op = getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+    except (AttributeError, RuntimeError):
+        op = None
+    if not isinstance(op, torch._ops.OpOverload) or base.startswith("__"):  # the program names it: nothing else
+        raise ReplayError(f"unknown operator {str(name)[:60]!r}")
+    if base in REFUSED_OPS:
+        raise ReplayError(f"the forward call ran operator {str(name)[:60]!r}, which reaches outside its tensors "
+                          "(files, the console); the replay does not run it")
+    return op
+
+
 DESCRIPTOR_CLASSES = {("triton.tools.tensor_descriptor", "TensorDescriptor")}  # what `triton_obj` may rebuild
 
 

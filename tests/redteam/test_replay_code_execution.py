@@ -23,7 +23,8 @@ import pytest
 import triton
 
 from adaexplore_mcp.judge import Judge, compile_guard, frontend
-from adaexplore_mcp.judge.replay import ReplayError, Run, _op
+from adaexplore_mcp.judge.replay import ReplayError, Run
+from adaexplore_mcp.judge.replay_kernels import _op
 from adaexplore_mcp.judge.replay_kernels import language_object
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import judged, summary
@@ -159,6 +160,7 @@ def _escapes(marker: Path) -> dict[str, str]:
         "builtins_name": f"__builtins__['exec']({write!r})",
         "knobs_module": "triton.knobs.compilation.always_compile",
         "getattr_to_knobs": "getattr(tl.core, 'knobs')",
+        "format_fields": ("S: tl.constexpr = '{0.fn.__globals__[triton].knobs.os.system}'.format(escape_kernel)"),
     }
 
 
@@ -177,7 +179,7 @@ def test_the_guard_lets_tritons_language_through_and_nothing_else() -> None:
         compile_guard.check_value(fine, "fine")
     for bad in (builtins, builtins.exec, os, os.system, helper.run, helper.fn, triton.jit, triton.knobs,
                 triton.runtime.driver, tl.constexpr(os.system), (1, os.system), {"k": builtins}, Path("/"),
-                type, object.__subclasses__):
+                type, object.__subclasses__, "{0.fn.__globals__}".format, "{x}".format_map, [].append, {}.update):
         with pytest.raises(compile_guard.CompileGuardError):
             compile_guard.check_value(bad, "bad")
 

@@ -1,0 +1,59 @@
+"""The inputs the replay's runs share: each run gets aliases of its own, and no run may change them.
+
+Why: the replay's checks compare runs that must not be able to tell each other apart (the run as recorded must
+compute the result, the run with the kernels' writes substituted must not). The lent inputs are not copied for
+each run (a large task's fill the device), so a forged program that changed them kept state from one run to
+the next: `unsqueeze_` on an input slot (its shape, which a later `squeeze`/`mean` read), or `neg_` once per run
+(its values), made the checked run wrong and the full run right, and a PyTorch-only candidate passed (red team,
+round 17). Each run now binds fresh tensor objects over the same memory (a change of shape or strides stays in
+that run), and before each run, and after the last, the inputs' values are checked unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .compare import MAX_NESTING
+from .replay_kernels import ReplayError
+from .tensor_digest import tensor_digest
+
+
+def _tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)) and depth < MAX_NESTING:
+        return [t for v in value for t in _tensors(v, depth + 1)]
+    return []
+
+
+def _aliases(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach()  # a new tensor object over the same memory: its own shape, strides and offset
+    if isinstance(value, (list, tuple)) and depth < MAX_NESTING:
+        return type(value)(_aliases(v, depth + 1) for v in value)
+    return value
+
+
+class LentInputs:
+    """The input sets lent to one replay; `fresh(inputs)` before every run, `check()` after the last."""
+
+    def __init__(self, *sets: Any) -> None:
+        self.tensors = [t for s in sets if s is not None for t in _tensors(s)]
+        self.marks = [self._mark(t) for t in self.tensors]
+
+    @staticmethod
+    def _mark(t: torch.Tensor) -> tuple:
+        return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, tensor_digest(t)
+
+    def check(self) -> None:
+        for i, (t, mark) in enumerate(zip(self.tensors, self.marks)):
+            if self._mark(t) != mark:
+                raise ReplayError(f"the program changed an input it was lent (tensor {i}: its values, shape or "
+                                  "strides) during a run; a forward call must leave its inputs as they are")
+
+    def fresh(self, inputs: Any) -> list[Any]:
+        """Aliases of `inputs` for the next run, once the runs before it are shown to have changed nothing."""
+        self.check()
+        return list(_aliases(inputs))
