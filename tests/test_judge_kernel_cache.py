@@ -170,3 +170,17 @@ def test_a_second_run_of_the_same_source_gets_what_the_first_compiled(judge: Jud
     assert again.verdict == Verdict.runtime_error and "compiled before: first" in again.error.message, again.error
     other = candidate(PERSIST.format(tag="other"), extra=EXTRA)  # another source: a cache of its own
     assert judge.evaluate(task(), other).verdict == Verdict.passed
+
+
+def test_a_replay_hands_later_replays_only_the_shared_libraries_triton_compiled(monkeypatch) -> None:
+    """A replay's compiled launchers are reused by later replays (of any source): only `.so` files with safe names,
+    never a `.py` a program could have planted there (red team, round 17)."""
+    from adaexplore_mcp.judge import referee as referee_module
+
+    files = [("ab/__triton_launcher.so", b"elf"), ("ab/helper.py", b"import os"), ("../up.so", b"x"),
+             ("cd/cuda_utils.so", b"elf2"), ("ab/__triton_launcher.so", b"second")]
+    monkeypatch.setattr(referee_module, "_compiled_files", lambda runner, deadline: files)
+    ref = referee_module.Referee.__new__(referee_module.Referee)
+    ref.device, ref.replay_launchers = "cuda", {}
+    ref.keep_launchers(object(), 0.0)
+    assert ref.replay_launchers == {"ab/__triton_launcher.so": b"elf", "cd/cuda_utils.so": b"elf2"}

@@ -175,12 +175,14 @@ class Referee:
 
     def keep_launchers(self, replayer: RunnerHandle, deadline: float) -> None:
         """Keep the launchers (host code Triton compiles per kernel signature) a replay's runner built, for later
-        replays: it ran no candidate code on the host (on a GPU a kernel's body is compiled, never run as Python),
-        so what it compiled can be trusted. A cache only loses speed: failures are ignored."""
+        replays: it ran no candidate code on the host (on a GPU a kernel's body is compiled, never run as Python,
+        and its compile is kept inside Triton's language: compile_guard.py; what a program may name is limited:
+        replay_kernels.py), so what it compiled can be trusted. Only shared libraries (what Triton compiles):
+        a `.py` there is no launcher. A cache only loses speed: failures are ignored."""
         if self.device != "cuda":
             return
         for name, data in _compiled_files(replayer, deadline):
-            if kernel_cache.safe_name(name) and kernel_cache.is_native(name) and len(self.replay_launchers) < 256:
+            if kernel_cache.safe_name(name) and str(name).endswith(".so") and len(self.replay_launchers) < 256:
                 self.replay_launchers.setdefault(str(name), data)
 
     def keep_kernels(self, runner: RunnerHandle, key: str, deadline: float) -> None:
