@@ -343,6 +343,11 @@ class ReplayOps:
         from .kernel_cache import take_kernel_files
 
         compile_guard.install()  # before any kernel of the candidate's is compiled here: its body stays Triton's
+        # Memory no operator wrote is filled (NaN, or the largest integer) whoever allocates it: `prims::empty_strided`,
+        # `empty.out` and their kin handed a run what the run before it had left there, and a forged program kept a
+        # counter in it (red team, round 18). Nondeterministic operators only warn here (the replay is not timed).
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
         take_kernel_files(req, bufs)
         program = req.get("program")
         if not isinstance(program, dict):
@@ -390,7 +395,7 @@ class ReplayOps:
         sets = wire.decode_value(req["sets"], bufs)
         inputs, constants, other = sets[0], sets[1], (sets[2] if len(sets) > 2 else None)
         fresh = lambda: [c.clone() for c in constants]  # noqa: E731
-        lent = LentInputs(inputs, other)
+        lent = LentInputs(inputs, constants, other)
         first = lambda: lent.fresh(inputs)  # noqa: E731 - the first set's aliases for one run
         capture: Run | None = None
         try:

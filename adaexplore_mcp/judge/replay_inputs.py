@@ -1,4 +1,4 @@
-"""The inputs the replay's runs share: each run gets aliases of its own, and no run may change them.
+"""What the replay's runs share: each run gets aliases of its own of the inputs, and no run may change anything lent.
 
 Why: the replay's checks compare runs that must not be able to tell each other apart (the run as recorded must
 compute the result, the run with the kernels' writes substituted must not). The lent inputs are not copied for
@@ -36,22 +36,32 @@ def _aliases(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _whole_storage(t: torch.Tensor) -> torch.Tensor:
+    """Every byte of `t`'s storage: on a GPU the lent sets are views of one packed buffer (wire.Packer), whose
+    padding and the constants' originals a run could write through an absolute offset (red team, round 18)."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
 class LentInputs:
-    """The input sets lent to one replay; `fresh(inputs)` before every run, `check()` after the last."""
+    """What was lent to one replay (input sets, constants); `fresh(inputs)` before every run, `check()` after the
+    last. Each storage is digested whole, once."""
 
     def __init__(self, *sets: Any) -> None:
         self.tensors = [t for s in sets if s is not None for t in _tensors(s)]
-        self.marks = [self._mark(t) for t in self.tensors]
+        storages: dict[tuple, torch.Tensor] = {}
+        for t in self.tensors:
+            storages.setdefault((t.device, t.untyped_storage().data_ptr()), t)
+        self.storages = list(storages.values())
+        self.marks = self._marks()
 
-    @staticmethod
-    def _mark(t: torch.Tensor) -> tuple:
-        return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype, tensor_digest(t)
+    def _marks(self) -> list[tuple]:
+        shapes = [(tuple(t.shape), t.stride(), t.storage_offset(), t.dtype) for t in self.tensors]
+        return shapes + [(t.untyped_storage().nbytes(), tensor_digest(_whole_storage(t))) for t in self.storages]
 
     def check(self) -> None:
-        for i, (t, mark) in enumerate(zip(self.tensors, self.marks)):
-            if self._mark(t) != mark:
-                raise ReplayError(f"the program changed an input it was lent (tensor {i}: its values, shape or "
-                                  "strides) during a run; a forward call must leave its inputs as they are")
+        if self._marks() != self.marks:
+            raise ReplayError("the program changed memory it was lent (an input's or a constant's values, shape "
+                              "or strides) during a run; a forward call must leave its inputs as they are")
 
     def fresh(self, inputs: Any) -> list[Any]:
         """Aliases of `inputs` for the next run, once the runs before it are shown to have changed nothing."""

@@ -250,8 +250,9 @@ def language_object(module: Any, path: Any) -> Any:
 
 NAMESPACES = ("aten", "prims")
 # Operators that reach outside their tensors: a file mapped into a tensor kept state from one run to the next
-# (and wrote the replay's Triton cache), so the runs could tell each other apart (red team, round 17).
-REFUSED_OPS = frozenset({"from_file", "_print"})
+# (and wrote the replay's Triton cache), so the runs could tell each other apart (red team, round 17); `set_`
+# grew a storage into memory an earlier run had freed, unfilled (round 18).
+REFUSED_OPS = frozenset({"from_file", "_print", "set_"})
 
 
 def _op(name: str) -> Any:
@@ -268,7 +269,7 @@ def _op(name: str) -> Any:
         raise ReplayError(f"unknown operator {str(name)[:60]!r}")
     if base in REFUSED_OPS:
         raise ReplayError(f"the forward call ran operator {str(name)[:60]!r}, which reaches outside its tensors "
-                          "(files, the console); the replay does not run it")
+                          "(files, the console, another tensor's memory); the replay does not run it")
     return op
 
 

@@ -71,7 +71,7 @@ def test_a_change_of_an_inputs_values_is_refused_before_the_next_run() -> None:
     x = torch.randn(64)
     lent = LentInputs([x])
     Run(negate, {}, "cpu", "skip").execute(lent.fresh([x]), [])
-    with pytest.raises(ReplayError, match="changed an input it was lent"):
+    with pytest.raises(ReplayError, match="changed memory it was lent"):
         lent.fresh([x])
 
 
@@ -127,3 +127,35 @@ def test_a_file_counter_no_longer_passes_a_pytorch_only_candidate(judge: Judge) 
     ev = judged(judge, FILE_COUNTER)
     assert ev.verdict == Verdict.rejected and ev.rejected is not None, summary(ev)
     assert ev.rejected.check == "work_not_replayable" and "outside its tensors" in ev.rejected.message, summary(ev)
+
+
+def test_memory_no_operator_wrote_is_filled_whoever_allocates_it(tmp_path) -> None:
+    """Round 18: `prims::empty_strided` (not torch.empty) handed a run what the run before it left in freed
+    memory, a counter that told the substituted run apart. The replay's process fills all such memory (PyTorch's
+    deterministic mode), and refuses `set_`, which grew a storage into such memory unfilled."""
+    from pathlib import Path
+
+    from adaexplore_mcp.judge.replay import ReplayOps
+
+    class Replayer(ReplayOps):
+        def __init__(self) -> None:
+            self.device, self.tmp, self.kept = "cpu", Path(tmp_path), {}
+
+    saved = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    saved_fill = torch.utils.deterministic.fill_uninitialized_memory
+    try:
+        prepared = Replayer().op_replay_prepare({"source": "", "module": "m", "program": {"kernels": {}}}, [], [])
+        assert prepared == {"ok": True}
+        leave = program([{"op": "prims::empty_strided", "args": {"l": [[1024], [1]]},
+                          "kwargs": {"dtype": {"dtype": "float32"}, "device": {"device": "cpu"}, "requires_grad": False}, "out": {"t": S}},
+                         {"op": "aten::fill_.Scalar", "args": {"l": [{"t": S}, 7.0]}, "out": {"t": S + 1}}], S + 1)
+        take = program([{"op": "prims::empty_strided", "args": {"l": [[1024], [1]]},
+                         "kwargs": {"dtype": {"dtype": "float32"}, "device": {"device": "cpu"}, "requires_grad": False}, "out": {"t": S}}], S)
+        for _ in range(3):
+            Run(leave, {}, "cpu", "full").execute([torch.randn(4)], [])  # its buffer freed with the run
+            assert torch.isnan(Run(take, {}, "cpu", "full").execute([torch.randn(4)], [])).all()
+        with pytest.raises(ReplayError, match="outside its tensors"):
+            _op("aten::set_.source_Tensor_storage_offset")
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.utils.deterministic.fill_uninitialized_memory = saved_fill
