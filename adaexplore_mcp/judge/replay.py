@@ -36,23 +36,13 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
-from .replay_inputs import LentInputs
+from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
 from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
 from .tensor_digest import tensor_digest
 from .wire import span_bytes
 
-EMPTY_OPS = frozenset({"aten::empty.memory_format", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
-                       "aten::new_empty_strided", "aten::empty_permuted"})
-RESIZE_OPS = frozenset({"aten::resize_", "aten::resize_as_"})
 # ================================================================================================ running
-
-def _fill(t: torch.Tensor) -> None:
-    if t.is_floating_point() or t.is_complex():
-        t.fill_(math.nan)
-    elif t.dtype != torch.bool:
-        t.fill_(torch.iinfo(t.dtype).max)
-
 
 REPLAY_SEED = 20261206
 CAPTURE_MAX_BYTES = 4 << 30  # what the capture run may keep of its kernels' writes; beyond, work_not_replayable
@@ -126,7 +116,7 @@ class Run:
         if isinstance(d, dict) and "t" in d:
             if not isinstance(got, torch.Tensor):
                 raise ReplayError(f"{where} returned {type(got).__name__}, recorded as a tensor")
-            self.vals[d["t"]] = got
+            self.vals[d["t"]] = plain(got, where)
         elif isinstance(d, dict) and "l" in d:
             if not isinstance(got, (list, tuple)) or len(got) != len(d["l"]):
                 raise ReplayError(f"{where} returned a different number of results than recorded")
@@ -172,12 +162,15 @@ class Run:
         op = _op(step["op"])
         grown = args[0].numel() if step["op"] in RESIZE_OPS and args and isinstance(args[0], torch.Tensor) else None
         got = op(*args, **kwargs)
+        for t in got if isinstance(got, (list, tuple)) else [got]:
+            if isinstance(t, torch.Tensor):
+                plain(t, where)  # before the copy trace reads its bytes
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
-            _fill(got)
+            fill_unwritten(got)
         elif grown is not None and isinstance(got, torch.Tensor) and got.numel() > grown:
             if not got.is_contiguous():  # memory a resize exposes is as unwritten as torch.empty's: it could hold
                 raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values (red team, round 17)
-            _fill(got.view(-1)[grown:])
+            fill_unwritten(got.view(-1)[grown:])
         if self.copies is not None:
             self.copies.pytorch_op(op, args, kwargs, got)
         self.bind(step.get("out"), got, where)
@@ -195,7 +188,7 @@ class Run:
         if needed > base.untyped_storage().nbytes():
             raise ReplayError(f"an alias in the program reaches past its tensor's memory ({needed} bytes)")
         view = torch.empty(0, dtype=dtype, device=base.device)
-        self.vals[step.get("slot")] = view.set_(base.untyped_storage(), offset, size, stride)
+        self.vals[step.get("slot")] = plain(view.set_(base.untyped_storage(), offset, size, stride), "an alias")
 
     def _launch_parts(self, step: dict) -> tuple[str, Any, list, dict]:
         name = str(step.get("launch"))

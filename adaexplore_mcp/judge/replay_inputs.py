@@ -1,4 +1,5 @@
-"""What the replay's runs share: each run gets aliases of its own of the inputs, and no run may change anything lent.
+"""What the replay's runs share: each run gets aliases of its own of the inputs, no run may change anything lent,
+and memory no operator wrote is filled.
 
 Why: the replay's checks compare runs that must not be able to tell each other apart (the run as recorded must
 compute the result, the run with the kernels' writes substituted must not). The lent inputs are not copied for
@@ -11,6 +12,7 @@ that run), and before each run, and after the last, the inputs' values are check
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -67,3 +69,27 @@ class LentInputs:
         """Aliases of `inputs` for the next run, once the runs before it are shown to have changed nothing."""
         self.check()
         return list(_aliases(inputs))
+
+
+# Memory no operator wrote: what these return (and the part a resize adds) is filled, besides PyTorch's own
+# deterministic fill in the replay's process (replay.py, `op_replay_prepare`), so no run reads what another left.
+EMPTY_OPS = frozenset({"aten::empty.memory_format", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
+                       "aten::new_empty_strided", "aten::empty_permuted"})
+RESIZE_OPS = frozenset({"aten::resize_", "aten::resize_as_"})
+
+
+def plain(t: torch.Tensor, where: str) -> torch.Tensor:
+    """Only dense, strided, unquantized tensors: a quantized factory's memory is not filled like torch.empty's (a
+    forged program counted the replay's runs in it: red team, round 19), and its bytes crashed the copy trace."""
+    if t.is_quantized or t.layout != torch.strided or t.is_nested:
+        raise ReplayError(f"{where} made a {'quantized' if t.is_quantized else str(t.layout)} tensor; the replay runs "
+                          "dense tensors only")
+    return t
+
+
+def fill_unwritten(t: torch.Tensor) -> None:
+    """NaN for floating point, the largest value for integers: nothing plausible a run could have left."""
+    if t.is_floating_point() or t.is_complex():
+        t.fill_(math.nan)
+    elif t.dtype != torch.bool:
+        t.fill_(torch.iinfo(t.dtype).max)

@@ -159,3 +159,18 @@ def test_memory_no_operator_wrote_is_filled_whoever_allocates_it(tmp_path) -> No
     finally:
         torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
         torch.utils.deterministic.fill_uninitialized_memory = saved_fill
+
+
+def test_a_quantized_or_sparse_tensor_is_refused_before_anything_reads_it() -> None:
+    """Round 19: a quantized factory's memory is not filled (a counter of runs lived in it, read through an
+    alias as bytes), and the copy trace crashed on its bytes. The replay runs dense tensors only."""
+    from adaexplore_mcp.judge.copy_trace import CopyTrace
+
+    quantized = program([{"op": "aten::_empty_affine_quantized", "args": {"l": [[1024]]},
+                          "kwargs": {"dtype": {"dtype": "quint8"}, "scale": 1.0, "zero_point": 0},
+                          "out": {"t": S}}], S)
+    sparse = program([{"op": "aten::to_sparse", "args": {"l": [{"t": 0}]}, "out": {"t": S}}], S)
+    for prog in (quantized, sparse):
+        x = torch.randn(4)
+        with pytest.raises(ReplayError, match="dense tensors only"):
+            Run(prog, {}, "cpu", "capture", copies=CopyTrace([x])).execute([x], [])
