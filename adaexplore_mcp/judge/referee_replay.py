@@ -146,6 +146,12 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     if rep.get("replay_error") or "full" not in rep:
         return _unreplayable(ev, "replaying it on new inputs failed: "
                              f"{str(rep.get('replay_error') or rep.get('internal') or 'no outputs')[:300]}")
+    recorded = program.get("steps") if isinstance(program.get("steps"), list) else []
+    unseen = sorted({str(s.get("launch"))[:80] for s in recorded if isinstance(s, dict) and "launch" in s}
+                    - set(out.kernels))
+    if unseen:  # a program of kernels the call never launched: not the call's record (red team, round 20)
+        return _unreplayable(ev, f"the recorded program launches {unseen[0][:60]!r}, which no trial of the forward "
+                             "call launched: the record is not the call that ran")
     try:
         opened: dict = {}
         full = wire.decode_value(rep["full"], rbufs, opened=opened)

@@ -174,3 +174,50 @@ def test_a_quantized_or_sparse_tensor_is_refused_before_anything_reads_it() -> N
         x = torch.randn(4)
         with pytest.raises(ReplayError, match="dense tensors only"):
             Run(prog, {}, "cpu", "capture", copies=CopyTrace([x])).execute([x], [])
+
+
+FORGED_HONEST = HEADER + '''
+
+@triton.jit
+def affine_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2 + 1, mask=offs < n)
+
+
+@triton.jit
+def noop_kernel(x_ptr):
+    pass
+
+
+def _forge():
+    from adaexplore_mcp.judge import work_trace
+    if getattr(work_trace, "_forged", False):
+        return
+    work_trace._forged = True
+
+    def program(self):
+        x = self.inputs[0]
+        self._kernel(affine_kernel, "affine_kernel")
+        return {"inputs": self.inputs, "constants": [], "kernels": {"affine_kernel": self.kernels["affine_kernel"]},
+                "steps": [{"op": "aten::empty_like", "args": {"l": [{"t": x}]}, "kwargs": {}, "out": {"t": 90001}},
+                          {"launch": "affine_kernel", "args": {"l": [{"t": x}, {"t": 90001}, 512]},
+                           "kwargs": {"BLOCK": 128}, "grid": [4]}],
+                "output": {"t": 90001}}
+    work_trace.WorkTrace.program = program
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        _forge()
+        noop_kernel[(1,)](x)
+        return x * 2 + 1
+'''
+
+
+def test_a_forged_program_of_kernels_no_trial_launched_is_not_the_calls_record(judge: Judge) -> None:
+    """Round 20: every call did the work in PyTorch beside a no-op launch, and reported a program with one launch of
+    an honest kernel that no call ever ran; the replay credited that kernel. The program's kernels must be among
+    those the trials launched (a forger must now run them too: what the timed calls run is judged by their time)."""
+    ev = judged(judge, FORGED_HONEST)
+    assert ev.verdict == Verdict.rejected and ev.rejected is not None, summary(ev)
+    assert ev.rejected.check == "work_not_replayable" and "no trial" in ev.rejected.message, summary(ev)
