@@ -32,7 +32,7 @@ from .classify import static_error
 from .compare import ALIASED, as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
-from .referee_replay import PendingReplay, finish_replay, start_replay
+from .referee_replay import LAUNCHED_NAMES_KEPT, LAUNCHED_NAMES_SEEN, PendingReplay, finish_replay, start_replay
 from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
@@ -68,7 +68,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     precision_reasons: list[str] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)
-    kernels: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)  # every kernel a trial launched; the result lists the first
     task_dtype: str = "float32"
     oom: bool = False  # something ran out of memory: this referee is replaced after answering (`recycle`)
 
@@ -100,7 +100,7 @@ class Outcome:
         return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
                               "task_dtype": self.task_dtype},
-                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels,
+                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels[:LAUNCHED_NAMES_KEPT],
                 **({"recycle": True} if self.oom else {}),
                 # H200: with 6 GiB tasks the judge's own processes held the rest of the GPU; worth one retry.
                 **({"oom_retry": True} if self.oom and self.verdict != Verdict.passed else {})}
@@ -362,8 +362,8 @@ class Evaluation:
         if reply.get("unconfirmed") and str(reply["unconfirmed"])[:300] not in out.unconfirmed:
             out.unconfirmed.append(str(reply["unconfirmed"])[:300])
         launched = reply.get("launched")
-        names = [str(n)[:80] for n in launched][:32] if isinstance(launched, list) else []
-        out.kernels.extend(n for n in names if n not in out.kernels)
+        names = [str(n)[:80] for n in launched][:LAUNCHED_NAMES_SEEN] if isinstance(launched, list) else []
+        out.kernels.extend(n for n in dict.fromkeys(names) if n not in out.kernels)
         if not names:
             out.reject("no_triton_kernel", "no Triton kernel defined in the candidate launched during the forward "
                        "call; the work must be done by the candidate's own @triton.jit kernels")

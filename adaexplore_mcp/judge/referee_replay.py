@@ -32,6 +32,8 @@ from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
 CAND_REPLY_BYTES = 1 << 31
+LAUNCHED_NAMES_KEPT = 32  # the trials' launched kernels the evaluation's result lists (evaluation.py)
+LAUNCHED_NAMES_SEEN = 4096  # and those it remembers, for the check that a replayed program's kernels ran
 SUBSTITUTE_MAX_SET_BYTES = 1 << 30  # larger sets: the skip check alone (a second set and the kernels' writes
 # would sit beside the first in the replay's process)
 
@@ -149,7 +151,8 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     recorded = program.get("steps") if isinstance(program.get("steps"), list) else []
     unseen = sorted({str(s.get("launch"))[:80] for s in recorded if isinstance(s, dict) and "launch" in s}
                     - set(out.kernels))
-    if unseen:  # a program of kernels the call never launched: not the call's record (red team, round 20)
+    if unseen and len(out.kernels) < LAUNCHED_NAMES_SEEN:  # a program of kernels the call never launched: not
+        # the call's record (red team, round 20)
         return _unreplayable(ev, f"the recorded program launches {unseen[0][:60]!r}, which no trial of the forward "
                              "call launched: the record is not the call that ran")
     try:
