@@ -17,17 +17,9 @@ from typing import Any
 
 import torch
 
-from .compare import MAX_NESTING
+from .compare import MAX_NESTING, flat_tensors
 from .replay_kernels import ReplayError
 from .tensor_digest import tensor_digest
-
-
-def _tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)) and depth < MAX_NESTING:
-        return [t for v in value for t in _tensors(v, depth + 1)]
-    return []
 
 
 def _aliases(value: Any, depth: int = 0) -> Any:
@@ -49,7 +41,7 @@ class LentInputs:
     last. Each storage is digested whole, once."""
 
     def __init__(self, *sets: Any) -> None:
-        self.tensors = [t for s in sets if s is not None for t in _tensors(s)]
+        self.tensors = [t for s in sets if s is not None for t in flat_tensors(s)]
         storages: dict[tuple, torch.Tensor] = {}
         for t in self.tensors:
             storages.setdefault((t.device, t.untyped_storage().data_ptr()), t)

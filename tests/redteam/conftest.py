@@ -71,6 +71,26 @@ class CanaryFailed(Exception):
     """GOOD did not pass cleanly on a judge right after an attack (never an expected failure)."""
 
 
+def forging(edit: str) -> str:
+    """Candidate source: `_forge()` patches the candidate's own `WorkTrace.program` (its process is its own) so
+    that every record it hands the replay is the real one, `p`, after `edit` (statements, 8 spaces in)."""
+    return f"""
+
+def _forge():
+    from adaexplore_mcp.judge import work_trace
+    if getattr(work_trace, "_forged", False):
+        return
+    work_trace._forged = True
+    original = work_trace.WorkTrace.program
+
+    def program(self):
+        p = original(self)
+{edit}
+        return p
+    work_trace.WorkTrace.program = program
+"""
+
+
 def gap(reason: str) -> pytest.MarkDecorator:
     """A known hole in the judge: the test states what should hold, and fails until it does."""
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"GAP: {reason}")

@@ -27,7 +27,7 @@ from adaexplore_mcp.judge.replay import ReplayError, Run
 from adaexplore_mcp.judge.replay_kernels import _op
 from adaexplore_mcp.judge.replay_kernels import language_object
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import judged, summary
+from tests.redteam.conftest import forging, judged, summary
 from tests.test_judge_cases import HEADER
 from tests.test_judge_frontend import INTERPRETED, _load, _record
 
@@ -116,23 +116,12 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
     tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
 
 
-def _forge():
-    from adaexplore_mcp.judge import work_trace
-    if getattr(work_trace, "_forged", False):
-        return
-    work_trace._forged = True
-    original = work_trace.WorkTrace.program
-
-    def program(self):
-        p = original(self)
-        inj = {"triton_obj": ["triton.runtime.interpreter", "np._core._methods.pickle.load"],
+''' + forging('''        inj = {"triton_obj": ["triton.runtime.interpreter", "np._core._methods.pickle.load"],
                "fields": {"file": {"triton_obj": ["triton.knobs", "subprocess.io.BytesIO"],
                                    "fields": {"initial_bytes": {"triton_obj": ["triton.knobs", "subprocess.builtins.bytes"],
                                                                 "fields": {"source": PICKLE, "encoding": "latin-1"}}}}}}
         p["steps"] = [{"op": "aten::add.Tensor", "args": {"l": [{"t": 0}, {"t": 0}]}, "kwargs": {"alpha": inj},
-                       "out": {"t": 10 ** 6}}] + list(p["steps"])
-        return p
-    work_trace.WorkTrace.program = program
+                       "out": {"t": 10 ** 6}}] + list(p["steps"])''') + '''
 
 
 class ModelNew(torch.nn.Module):

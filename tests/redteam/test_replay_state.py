@@ -25,7 +25,7 @@ from adaexplore_mcp.judge.replay import Run
 from adaexplore_mcp.judge.replay_inputs import LentInputs
 from adaexplore_mcp.judge.replay_kernels import ReplayError, _op
 from adaexplore_mcp.models import Verdict
-from tests.redteam.conftest import judged, summary
+from tests.redteam.conftest import forging, judged, summary
 from tests.test_judge_cases import HEADER
 
 S = 100
@@ -91,16 +91,7 @@ def zero_kernel(o_ptr, n, BLOCK: tl.constexpr):
     tl.store(o_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=offs < n)
 
 
-def _forge():
-    from adaexplore_mcp.judge import work_trace
-    if getattr(work_trace, "_forged", False):
-        return
-    work_trace._forged = True
-    original = work_trace.WorkTrace.program
-
-    def program(self):
-        import os
-        p = original(self)
+''' + forging('''        import os
         S = 10 ** 6
         p["steps"] = list(p["steps"]) + [
             {"op": "aten::from_file", "args": {"l": ["/tmp/counter_" + os.urandom(6).hex(), True, 1]},
@@ -109,9 +100,7 @@ def _forge():
             {"op": "aten::eq.Scalar", "args": {"l": [{"t": S}, 2]}, "out": {"t": S + 2}},
             {"op": "aten::add.Tensor", "args": {"l": [p["output"], {"t": S + 2}]}, "out": {"t": S + 3}},
         ]
-        p["output"] = {"t": S + 3}
-        return p
-    work_trace.WorkTrace.program = program
+        p["output"] = {"t": S + 3}''') + '''
 
 
 class ModelNew(torch.nn.Module):
