@@ -10,7 +10,9 @@ candidate's is compiled, and in the CPU front-end check (frontend_session.py), s
 kernel's line, in its own runner, what the replay would refuse.
 
 What a compile may reach (each value a node evaluates to is checked, and the contents of Python containers):
-Triton's language (`triton.language` and its submodules), `math`, Triton's top-level helpers (`triton.cdiv`),
+Triton's language (`triton.language` and its submodules: its builtins, libdevice, its classes and their methods;
+not its plain helpers, `tl.str_to_ty` evaluates a string: red team, round 21), `math`, `triton.cdiv` and
+`triton.next_power_of_2`,
 the builtins the code generator offers (`range`, `getattr`...), plain numbers, strings and containers and the
 methods of theirs that only read (`PLAIN_READS`), compiled @jit functions and Triton's IR values. Refused:
 attributes and global names starting with an underscore (`__class__`, `__builtins__`), any other module,
@@ -59,6 +61,7 @@ def _owner_module(value: Any) -> str:
     return getattr(value, "__module__", "") or ""
 
 
+TRITON_HELPERS = frozenset({"cdiv", "next_power_of_2"})  # `triton.cdiv(N, BLOCK)` on constexprs
 CALLABLES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, types.WrapperDescriptorType,
              types.MethodWrapperType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
 # Triton's values, @jit functions (and their methods bound to a value, which the generator makes), IR values
@@ -84,9 +87,16 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
         return
     if isinstance(value, CALLABLES):
         origin = _owner_module(value)
-        if origin in ("math", PLAIN_METHOD) or module_allowed(origin) and origin != "triton":
+        if origin in ("math", PLAIN_METHOD):
             return
-        if origin == "triton" and not isinstance(value, type):  # triton.cdiv, triton.next_power_of_2
+        if isinstance(value, types.FunctionType) and origin.startswith(LANGUAGE):  # a function, not a method of a
+            if getattr(value, "__triton_builtin__", False) or origin.endswith("libdevice"):  # Triton value or a class
+                return
+            raise CompileGuardError(f"{what} reaches {_describe(value)}, a helper of Triton's, not its language "
+                                    "(`tl.str_to_ty` evaluates a string)")
+        if module_allowed(origin) and origin != "triton":
+            return
+        if origin == "triton" and getattr(value, "__name__", "") in TRITON_HELPERS:
             return
         raise CompileGuardError(f"{what} reaches {_describe(value)}, outside Triton's language")
     if not type(value).__module__.startswith(INSTANCE_MODULES):

@@ -150,6 +150,8 @@ def _escapes(marker: Path) -> dict[str, str]:
         "knobs_module": "triton.knobs.compilation.always_compile",
         "getattr_to_knobs": "getattr(tl.core, 'knobs')",
         "format_fields": ("S: tl.constexpr = '{0.fn.__globals__[triton].knobs.os.system}'.format(escape_kernel)"),
+        # round 21: a plain helper of triton.language's that evaluates its string (triton 3.9's `str_to_ty`)
+        "helper_that_evaluates": f"tl.str_to_ty(list(['tensordesc<fp32[1],' + {write!r} + '>'])[0], None)",
     }
 
 
@@ -166,7 +168,9 @@ def test_the_guard_lets_tritons_language_through_and_nothing_else() -> None:
     for fine in (tl, tl.exp, tl.math, math, math.sqrt, triton, triton.cdiv, tl.float32, tl.constexpr(4), helper,
                  (1, 2.0, "s"), {}.get, "a".join, range(3), None):
         compile_guard.check_value(fine, "fine")
-    for bad in (builtins, builtins.exec, os, os.system, helper.run, helper.fn, triton.jit, triton.knobs,
+    helpers = [getattr(tl, "str_to_ty", None), tl.core.must_use_result, tl.core.builtin, tl.core.dispatch]
+    for bad in (*[h for h in helpers if h is not None], builtins, builtins.exec, os, os.system, helper.run, helper.fn,
+                triton.jit, triton.knobs,
                 triton.runtime.driver, tl.constexpr(os.system), (1, os.system), {"k": builtins}, Path("/"),
                 type, object.__subclasses__, "{0.fn.__globals__}".format, "{x}".format_map, [].append, {}.update):
         with pytest.raises(compile_guard.CompileGuardError):
