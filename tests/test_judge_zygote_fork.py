@@ -69,7 +69,8 @@ def test_the_zygote_sweeps_scratch_directories_of_runners_that_are_gone(tmp_path
     monkeypatch.setattr(zygote.tempfile, "gettempdir", lambda: str(tmp_path))
     dead = _dead_pid()
     made = {}
-    for name in (f"adaexplore-runner-{dead}", f"adaexplore-runner-{os.getpid()}", "adaexplore-runner-x1", "other"):
+    for name in (f"adaexplore-runner-{dead}", f"adaexplore-runner-{os.getpid()}", "adaexplore-runner-x1", "other",
+                 "adaexplore-runner-" + "9" * 30):  # no pid fits: left, and no OverflowError stops the zygote
         (tmp_path / name / "sub").mkdir(parents=True)
         (tmp_path / name / "sub" / "f.py").write_text("x = 1\n")
         made[name] = tmp_path / name
@@ -81,3 +82,4 @@ def test_the_zygote_sweeps_scratch_directories_of_runners_that_are_gone(tmp_path
     assert not made[f"adaexplore-runner-{dead}"].exists()
     assert made[f"adaexplore-runner-{os.getpid()}"].exists()  # a live pid: whoever's, it stays
     assert made["adaexplore-runner-x1"].exists() and made["other"].exists() and recent.exists()
+    assert made["adaexplore-runner-" + "9" * 30].exists()

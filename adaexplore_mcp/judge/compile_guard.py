@@ -29,7 +29,8 @@ import types
 from typing import Any
 
 LANGUAGE = "triton.language"
-PLAIN = (int, float, bool, complex, str, bytes, type(None), type(Ellipsis), slice, range, tuple, list, dict)
+SCALARS = (int, float, bool, complex, str, bytes, type(None), type(Ellipsis), slice, range)
+PLAIN = (*SCALARS, tuple, list, dict)
 CONTAINER_LIMIT = 4096  # a kernel's compile-time containers are tiny; a larger one is not walked, but refused
 
 
@@ -70,7 +71,7 @@ INSTANCE_MODULES = ("triton.language", "triton.runtime.jit", "triton.compiler.co
 
 def check_value(value: Any, what: str, depth: int = 0) -> None:
     """Raise CompileGuardError when `value` is outside what a compile may reach (module docstring)."""
-    if isinstance(value, (int, float, bool, complex, str, bytes, type(None), type(Ellipsis), slice, range)):
+    if isinstance(value, SCALARS):
         return
     if any(value is b for b in _BUILTINS_OFFERED.values()):
         return
@@ -122,18 +123,20 @@ def check_node(node: ast.AST) -> None:
         raise CompileGuardError(f"the name {node.id[:60]!r} (names starting with '__' are not Triton's language)")
 
 
-def _guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
+def _checked_name(builtin: str, name: Any) -> str:
     if not isinstance(name, str) or name.startswith("_"):
-        raise CompileGuardError(f"getattr of {str(name)[:60]!r} (names starting with '_' are not Triton's language)")
-    found = getattr(obj, name, *default)
+        raise CompileGuardError(f"{builtin} of {str(name)[:60]!r} (names starting with '_' are not Triton's language)")
+    return name
+
+
+def _guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
+    found = getattr(obj, _checked_name("getattr", name), *default)
     check_value(found, f"getattr(..., {name[:60]!r})")
     return found
 
 
 def _guarded_hasattr(obj: Any, name: Any) -> bool:
-    if not isinstance(name, str) or name.startswith("_"):
-        raise CompileGuardError(f"hasattr of {str(name)[:60]!r} (names starting with '_' are not Triton's language)")
-    return hasattr(obj, name)
+    return hasattr(obj, _checked_name("hasattr", name))
 
 
 _BUILTINS_OFFERED: dict[str, Any] = {}

@@ -191,7 +191,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # someone else's process: alive
+    except (OSError, OverflowError):  # someone else's process, or no pid at all (a name with 20 digits): leave it
         return True
     return True
 
