@@ -89,6 +89,9 @@ class KernelEvaluator:
     def rules(self, task_id: str) -> list[RuleRef]:
         return self.memory.rules_for_brief(task_id=task_id)
 
+    def task_rule_ids(self, task_id: str) -> list[str]:
+        return self.memory.task_rule_ids(task_id)
+
     def task_spec(self, task_id: str) -> TaskSpec:
         """The task as the judge runs it; NotFound for an unknown id. A task registered without a probe (a
         built-in) is probed now and the probe stored, so that it is flagged degenerate like any other."""

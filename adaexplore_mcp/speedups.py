@@ -16,6 +16,21 @@ def of_evaluation(ev: Evaluation) -> Speedups | None:
     return of_fields(ev.model_dump(include={"speedup", "speedup_tf32", "timing"}))
 
 
+def ranked(ev: Evaluation) -> tuple[float | None, str | None]:
+    """The speedup a search ranks and rewards a pass by, and the yardstick it is measured against.
+
+    A kernel below the task's precision (a TF32 dot, fp16, int8 on a float32 task: `precision.below_fp32`) is
+    measured against the reference run at reduced precision (TF32 allowed), never against strict fp32: a
+    shortcut the contract forbids must not pay in the search. Otherwise the strict fp32 reference (`speedup`).
+    (None, None) when untimed.
+    """
+    if ev.speedup is None:
+        return None, None
+    if ev.precision.below_fp32:
+        return (ev.speedup_tf32, "tf32") if ev.speedup_tf32 is not None else (None, None)
+    return ev.speedup, "fp32"
+
+
 def of_fields(ev: Mapping[str, Any]) -> Speedups | None:
     """From an evaluation as a mapping (a stored evaluation's JSON, old ones included); None when untimed."""
     eager = _number(ev.get("speedup"))
@@ -53,4 +68,4 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-__all__ = ["of_columns", "of_evaluation", "of_fields", "text"]
+__all__ = ["of_columns", "of_evaluation", "of_fields", "ranked", "text"]

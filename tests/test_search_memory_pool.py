@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from adaexplore_mcp.search.memory_pool import refinement_chain, representative_pool, working_memory
@@ -57,28 +55,32 @@ def test_working_memory_is_the_last_five_of_the_chain_up_to_the_nearest_large_an
     assert working_memory(tree, 6, size=2) == [5, 6]
 
 
-def test_pool_takes_the_best_correct_kernel_of_each_large_steps_small_subtree_on_the_path(tree):
-    rng = random.Random(0)
-    # path root -> 8: large nodes 1 and 7. Small subtree of 1: {1,2,3,4,5,6,9}, best correct = 2 (2.0x);
-    # small subtree of 7: {7,8}, best = 8 (3.0x).
-    assert representative_pool(tree, 8, rng) == [2, 8]
-    assert representative_pool(tree, 6, rng) == [2]
-    assert representative_pool(tree, 9, rng) == [2]
+def test_pool_holds_the_best_kernel_of_every_other_branch_never_the_steps_own_lineage(tree):
+    # Branches: large 1 (its small subtree {1..6, 9}: best 2, 2.0x), large 7 ({7, 8}: best 8, 3.0x), large 10
+    # (no correct kernel). A large step from 8 sits in branches 1 and 7: nothing else is correct, so empty.
+    assert representative_pool(tree, 8) == []
+    # From 6 (branch 1 only) the other branch 7 offers its best, 8; node 2 (an ancestor) never enters.
+    assert representative_pool(tree, 6) == [8]
+    assert representative_pool(tree, 9) == [8]
+    # From 10 (a failed branch of its own) every other branch counts, best first.
+    assert representative_pool(tree, 10) == [8, 2]
 
 
-def test_pool_never_holds_a_failed_kernel_and_is_empty_from_the_root(tree):
-    rng = random.Random(0)
-    assert representative_pool(tree, 0, rng) == []
-    assert representative_pool(tree, 10, rng) == []  # 10 failed and has no correct descendant
+def test_pool_from_the_root_is_every_branch_and_never_a_failed_kernel(tree):
+    assert representative_pool(tree, 0) == [8, 2]  # 10 failed and has no correct descendant
+    empty = Tree.new()
+    grow(empty, 0, "large", verdict="compile_error")
+    assert representative_pool(empty, 0) == []
 
 
-def test_pool_is_capped_at_five_by_a_seeded_choice_that_keeps_path_order():
+def test_pool_is_capped_and_ranked_as_the_search_ranks_kernels():
     t = Tree.new()
-    parent = 0
-    for k in range(8):  # a chain of 8 large steps, all correct
-        parent = grow(t, parent, "large", speedup=1.0 + k)
-    full = representative_pool(t, parent, random.Random(0), size=100)
-    assert full == list(range(1, 9))
-    picked = representative_pool(t, parent, random.Random(42))
-    assert len(picked) == 5 and picked == sorted(picked) and set(picked) <= set(full)
-    assert representative_pool(t, parent, random.Random(42)) == picked
+    for k in range(8):  # 8 branches from the root, all correct
+        grow(t, 0, "large", speedup=[1.5, 3.0, 1.0, 2.0, 2.0, 0.5, 4.0, 1.2][k])
+    assert representative_pool(t, 0, size=100) == [7, 2, 4, 5, 1, 8, 3, 6]  # ties (4, 5): the earlier first
+    assert representative_pool(t, 0) == [7, 2, 4, 5, 1]
+    assert representative_pool(t, 7) == [2, 4, 5, 1, 8]  # a step from 7 is not shown 7
+    untimed = Tree.new()
+    for _ in range(3):
+        grow(untimed, 0, "large")  # CPU: every pass untimed, ties go to the earlier node
+    assert representative_pool(untimed, 0, size=2) == [1, 2]

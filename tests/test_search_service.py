@@ -119,13 +119,14 @@ def test_small_step_shows_the_full_parent_kernel_and_the_refinement_chain(svc):
 
 def test_brief_kernels_are_trimmed_to_the_size_budget(tmp_path):
     svc = service(tmp_path / "db.sqlite3")
-    sid = svc.start_search("t1", 30, c=0.0, c_e=0.0, p_large=1.0)  # a chain of large steps
+    sid = svc.start_search("t1", 30, c=0.0, c_e=100.0, p_large=1.0)  # 8 branches from the root
     big = kernel(tag="x" * 15000)
     for k in range(8):
         b = svc.next_step(sid)
         svc.expand_node(sid, b.step_id, kernel_source=big.replace("speedup=1.5", f"speedup={1 + k}"))
     b = svc.next_step(sid)
-    assert b.kind == "large" and len(b.pool) == 5
+    assert b.kind == "large" and b.parent_node_id == 0 and len(b.pool) == 5
+    assert [p.node_id for p in b.pool] == [8, 7, 6, 5, 4]  # the best of the other branches, best first
     kernels = [p.kernel or "" for p in b.pool]
     assert all(len(k) <= 6000 for k in kernels) and sum(map(len, kernels)) <= 20000
     assert all(p.kernel_truncated for p in b.pool)
@@ -285,8 +286,15 @@ def test_adaexplore_grows_a_tree_and_shows_correct_kernels_in_large_step_pools(s
         b = svc.next_step(sid)
         if b.kind == "large":
             pools.append(b.pool)
-            if b.parent_node_id == 0:
-                assert b.pool == []
+            tree = svc.get_search(sid).nodes
+            lineage, node = set(), b.parent_node_id
+            while node is not None:
+                lineage.add(node)
+                node = tree[node].parent_id
+            assert not lineage & {e.node_id for e in b.pool}  # never the step's own parent chain
+            others = [n for n in tree if n.verdict == "passed" and n.node_id not in lineage]
+            assert bool(b.pool) == bool(others) or all(  # empty only when no other branch has a correct kernel
+                tree[n.node_id].kind == "small" and _in_lineage_branch(tree, n.node_id, lineage) for n in others)
         svc.expand_node(sid, b.step_id, **random_proposal(b, 5))
     nodes = svc.get_search(sid).nodes
     kinds = {n.kind for n in nodes[1:]}
@@ -295,6 +303,14 @@ def test_adaexplore_grows_a_tree_and_shows_correct_kernels_in_large_step_pools(s
     assert shown and all(e.evaluation.verdict == "passed" for e in shown)
     for n in nodes[1:]:  # a node never gets a third small child
         assert sum(1 for c in nodes if c.parent_id == n.node_id and c.kind == "small") <= 2
+
+
+def _in_lineage_branch(tree, node_id, lineage) -> bool:
+    """Whether node_id belongs to the small-step subtree of a large node on the lineage (its own branch)."""
+    node = tree[node_id]
+    while node.kind == "small":
+        node = tree[node.parent_id]
+    return node.node_id in lineage
 
 
 # -- determinism and persistence -----------------------------------------------------------------

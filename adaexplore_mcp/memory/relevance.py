@@ -72,21 +72,25 @@ def score(query: set[str], rule_tokens: set[str]) -> int:
 
 
 def step_ranking(rules: Sequence[tuple[str, str]], named: Sequence[str], failures: Sequence[str],
-                 kernel_source: str) -> list[int]:
+                 kernel_source: str, task_rule_ids: Sequence[str] = ()) -> list[int]:
     """Indices of `rules` ((rule_id, text) pairs) most relevant to one search step first.
 
     Why this order: a rule the chain's own failures fell under (`named`, newest failure first) is the lesson
-    the next kernel most needs; then rules sharing words with those failures' error texts; then rules about
-    the tl APIs the parent kernel uses (a kernel with tl.arange needs the tl.arange rule, not the tl.dot
-    one). Ties keep the given order (the memory's: task relevance, then frequency), so the result is stable.
+    the next kernel most needs; then rules sharing words with those failures' error texts; then the rules of
+    this task's own failure clusters (`task_rule_ids`, most frequent first: the mistakes kernels for this task
+    made before, in any search); then rules about the tl APIs the parent kernel uses (a kernel with tl.arange
+    needs the tl.arange rule, not the tl.dot one). Ties keep the given order (the memory's: task relevance,
+    then this machine's most frequent failures), so the result is stable.
     """
     first = {rule_id: k for k, rule_id in enumerate(dict.fromkeys(named))}
+    own = {rule_id: k for k, rule_id in enumerate(dict.fromkeys(task_rule_ids))}
     fail = set().union(*(tokens(t) for t in failures)) if failures else set()
     apis = {a.lower() for a in triton_apis(kernel_source or "")}
 
-    def key(i: int) -> tuple[int, int, int, int]:
+    def key(i: int) -> tuple[int, int, int, int, int]:
         rule_id, text = rules[i]
         rtoks = tokens(text)
-        return (first.get(rule_id, len(first)), -score(fail, rtoks), -score(apis, rtoks), i)
+        return (first.get(rule_id, len(first)), -score(fail, rtoks), own.get(rule_id, len(own)),
+                -score(apis, rtoks), i)
 
     return sorted(range(len(rules)), key=key)

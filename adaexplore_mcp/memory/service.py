@@ -19,6 +19,8 @@ from .relevance import score, task_tokens, tokens
 from .types import ClusterList, HistoryEntry, MemoryReport, RuleInfo, SkillQuery
 
 BRIEF_MAX_CHARS = 2000
+MIN_LIKE_SCORE = 3
+MAX_LIKE_RULES = 2
 
 
 class MemoryService:
@@ -40,7 +42,29 @@ class MemoryService:
         records.insert(self.store, rec)
         if rec.category not in records.RULE_CATEGORIES:
             return []
-        return self.rules_for_signature(rec.signature)
+        return self.rules_for_signature(rec.signature) or self.rules_like(rec)
+
+    def rules_like(self, rec: records.FailureRecord) -> list[RuleRef]:
+        """The active rules a failure with no ruled signature most likely broke, by the words its error shares
+        with the rules' texts and signatures (a crash is matched like any other failure: the same out-of-bounds
+        mistake reads differently under the interpreter, on triton 3.6 and on 3.9). The offending line is left
+        out: every kernel line has tl.load and a mask, which would point every failure at the masking rule.
+        At most MAX_LIKE_RULES, each sharing at least MIN_LIKE_SCORE words."""
+        query = tokens(" ".join([rec.signature, rec.error_line]))
+        if not query:
+            return []
+        ranked = [r for r in self._ranked(query, include_retired=False) if r.relevance >= MIN_LIKE_SCORE]
+        return [RuleRef(rule_id=r.rule_id, text=r.text) for r in ranked[:MAX_LIKE_RULES]]
+
+    def task_rule_ids(self, task_id: str) -> list[str]:
+        """The active rules of this task's own failure clusters, the most frequent in this task first: what
+        kernels for this task got wrong before, in any search on this machine."""
+        rows = self.store.read(
+            "SELECT rs.rule_id, COUNT(f.failure_id) AS n FROM failures f JOIN rule_signatures rs"
+            " ON rs.signature = f.signature JOIN rules r ON r.rule_id = rs.rule_id"
+            " WHERE f.task_id = ? AND r.status = 'active' GROUP BY rs.rule_id ORDER BY n DESC, rs.rule_id",
+            (task_id,))
+        return [r["rule_id"] for r in rows]
 
     def rules_for_signature(self, signature: str) -> list[RuleRef]:
         rows = self.store.read(

@@ -5,7 +5,8 @@ step, so every part of it earns its characters.
   memory are unified diffs against the node after them in the chain: a tuning step is a few lines, not kilobytes.
 - Pool kernels (large steps) are cut to POOL_KERNEL_CHARS each and POOL_TOTAL_CHARS in all; a cut kernel keeps
   its head and points to its `kernel_uri` for the full source.
-- At most MAX_RULES rules, chosen for this step (the chain's failures, the parent's tl APIs); the brief counts
+- At most max_rules rules (MAX_RULES by default), chosen for this step (the chain's failures, this task's own
+  failure clusters, the parent's tl APIs, this machine's most frequent failures); the brief counts
   the others and names where they are, instead of repeating the same 16 rules every step.
 - The task as it is run: the shapes the judge evaluates (small ones under the CPU interpreter), the device, and
   the reference source itself in a root step (the search's first brief), since many clients never let the
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from adaexplore_mcp import speedups
 from adaexplore_mcp.memory.relevance import step_ranking
-from adaexplore_mcp.models import RuleRef, TaskInfo
+from adaexplore_mcp.models import Evaluation, RuleRef, TaskInfo
+from adaexplore_mcp.search.tree import MAX_RULES
 from adaexplore_mcp.search.types import BestSummary, EvaluationSummary, KernelRef, MemoryEntry, StepBrief, TaskBrief
 
 if TYPE_CHECKING:
@@ -35,7 +37,6 @@ POOL_KERNEL_CHARS = 4000
 POOL_TOTAL_CHARS = 10000
 DIFF_CHARS = 1500
 DIFF_CONTEXT = 1
-MAX_RULES = 5
 RULES_CHARS = 600
 ERROR_CHARS = 400
 TRUNCATION_MARK = "\n# ... [truncated: the full source is at kernel_uri]\n"
@@ -47,14 +48,22 @@ MODELNEW_CONTRACT = (
     "weights copied in by name) and leaves them in the mode their constructors set. The work must be done by "
     "Triton kernels (@triton.jit, defined at module level) that forward launches; the judge replays the call "
     "on other inputs, so pass input-dependent values to kernels as tensors, not through .item(). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
-    "on a float32 task)."
+    "on a float32 task): a kernel below the task's precision is ranked and rewarded only by its speedup against "
+    "the reference run at reduced precision (TF32), never against strict fp32."
 )
 SMALL_INSTRUCTIONS = (
-    "SMALL step: improve parent_kernel locally (tiles, num_warps, loop order, fusion), or fix it if it failed. "
+    "SMALL step: improve parent_kernel locally (tiles, num_warps, loop order, fusion), or fix it if it failed "
+    "(parent_failure has the whole error or mismatch). "
     "working_memory: the chain to here, oldest first, older nodes as diffs. Reply expand_node(search_id, "
     "step_id, edits=[{old, new}, ...], note='<what changed>'), each old an exact, unique excerpt of "
     "parent_kernel (applied in order); kernel_source only for a change that is not local. ModelNew stays a "
     "drop-in for Model (signatures, outputs, precision, the work in @triton.jit kernels). "
+)
+SMALL_INSTRUCTIONS_CPU = (
+    "SMALL step: fix parent_kernel if it failed (parent_failure has the whole error or mismatch), or make one "
+    "local change that keeps it correct and should be faster on a GPU (fusion, fewer passes over memory). "
+    "Steps are judged on correctness only here (no GPU timing): do not spend steps tuning tiles or num_warps, "
+    "which the CPU cannot measure. " + SMALL_INSTRUCTIONS.split(". ", 2)[2]
 )
 LARGE_INSTRUCTIONS = (
     "LARGE step: write a complete new kernel from scratch, with a different approach, meant to beat every "
@@ -73,10 +82,63 @@ def evaluation_summary(evaluation_json: str | None, verdict: str | None, speedup
                        reward: float | None) -> EvaluationSummary:
     """verdict, speedup (and against every yardstick), reward and the one line that says what went wrong."""
     ev = json.loads(evaluation_json) if evaluation_json else {}
-    timed = speedups.of_fields(ev) if isinstance(ev, dict) else None
+    ev = ev if isinstance(ev, dict) else {}
+    timed = speedups.of_fields(ev)
     return EvaluationSummary(verdict=verdict or "none", speedup=speedup, reward=round(reward or 0.0, 4),
                              speedups=speedups.text(timed) if timed is not None else None,
-                             error=error_excerpt(ev if isinstance(ev, dict) else {}))
+                             precision=precision_text(ev), error=error_excerpt(ev))
+
+
+def precision_text(ev: Mapping[str, Any]) -> str | None:
+    """A pass below the task's precision, and what it is ranked against; None at the task's precision."""
+    precision = ev.get("precision") if isinstance(ev.get("precision"), Mapping) else {}
+    if not precision.get("below_fp32") or ev.get("verdict") not in (None, "passed"):
+        return None
+    reasons = "; ".join(str(r) for r in precision.get("reasons") or [])[:200]
+    ranked = " (ranked by its speedup vs the TF32 reference)" if ev.get("speedup") is not None else ""
+    return f"below the task's precision: {reasons or 'reduced precision'}{ranked}"
+
+
+def below_precision_note(evaluation: Evaluation) -> str:
+    """The warning of an expand result whose pass computes below the task's precision."""
+    reasons = "; ".join(evaluation.precision.reasons)[:300] or "reduced precision"
+    return (f"below the task's precision ({reasons}): ranked and rewarded by its speedup against the reference "
+            f"with TF32 allowed ({evaluation.speedup_tf32:.2f}x), not against strict fp32 ({evaluation.speedup:.2f}x). "
+            "Keep the task's precision to be ranked against the strict reference.")
+
+
+FAILURE_CHARS = 2500
+
+
+def failure_detail(ev: Mapping[str, Any]) -> str | None:
+    """Everything a repair needs from a failed evaluation, as text: the error with its offending line and the
+    traceback's tail, or every field of a mismatch (worst index, expected/got, mismatched fraction), or the
+    rejection's whole message. None for a pass."""
+    if ev.get("verdict") == "passed":
+        return None
+    parts: list[str] = []
+    if isinstance(ev.get("error"), Mapping):
+        err = ev["error"]
+        parts.append(f"{err.get('exception', '')}: {err.get('message', '')}")
+        if err.get("source_line"):
+            parts.append(f"at kernel line {err.get('source_lineno')}: {str(err['source_line']).strip()}")
+        if err.get("excerpt"):
+            parts.append(str(err["excerpt"]).strip())
+    if isinstance(ev.get("mismatch"), Mapping):
+        m = ev["mismatch"]
+        fields = ", ".join(f"{k}={m[k]}" for k in ("output_index", "trial", "shape", "reason", "max_abs_error",
+                                                    "max_rel_error", "rel_norm_error", "worst_index", "expected",
+                                                    "got", "mismatched_fraction", "expected_spec", "got_spec")
+                           if m.get(k) is not None)
+        parts.append(f"mismatch: {fields}")
+    if isinstance(ev.get("rejected"), Mapping):
+        parts.append(f"rejected ({ev['rejected'].get('check')}): {ev['rejected'].get('message')}")
+    for w in ev.get("warnings") or []:
+        parts.append(f"warning: {w}")
+    if not parts:
+        return None
+    text = "\n".join(parts)
+    return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 3] + "..."
 
 
 def error_excerpt(ev: dict) -> str | None:
@@ -141,7 +203,7 @@ def instructions(kind: str, timing_available: bool, reference: str, inline_refer
     so it gets the contract in one sentence; the timing sentence is short here (the full one is timing_note)."""
     timing = TIMING_ON if timing_available else "No timing: correctness only (timing_note)."
     if kind == "small":
-        return SMALL_INSTRUCTIONS + RULES_INSTRUCTIONS + timing
+        return (SMALL_INSTRUCTIONS if timing_available else SMALL_INSTRUCTIONS_CPU) + RULES_INSTRUCTIONS + timing
     where = ("is reference_source in this brief" if inline_reference
              else f"is returned by get_task(task_id) (and is the resource {reference})")
     return LARGE_INSTRUCTIONS + RULES_INSTRUCTIONS + MODELNEW_CONTRACT + f" The PyTorch reference {where}. " + timing
@@ -152,17 +214,21 @@ def instructions(kind: str, timing_available: bool, reference: str, inline_refer
 def step_brief(search: SearchRecord, step: StepRecord, memory_ids: Sequence[int], pool_ids: Sequence[int],
                nodes: Mapping[int, NodeRecord], task: TaskInfo | None, rules: Sequence[RuleRef],
                timing_available: bool, gpu: str | None, best: BestSummary | None,
-               reference_source: str | None = None) -> StepBrief:
+               reference_source: str | None = None, task_rule_ids: Sequence[str] = ()) -> StepBrief:
     """The brief of a pending step. `nodes` holds the parent and every node of memory_ids and pool_ids, with
-    sources and evaluations; `rules` are every rule that applies to the task (the brief shows a few);
-    `reference_source` is shown when the step starts from the root (the model writes from the reference)."""
+    sources and evaluations; `rules` are every rule that applies to the task (the brief shows a few, at most
+    the search's max_rules); `task_rule_ids` those of this task's own failure clusters, most frequent first.
+    `reference_source` is shown when the step starts from the root (the model writes from the reference) and
+    in a repair (a small step on a failed parent: a wrong output is fixed against the reference)."""
     sid, kind, parent = search.search_id, step.kind, step.parent_id
     p = nodes.get(parent) if parent != 0 else None
     chain = list(reversed(memory_ids)) if kind == "small" else [parent] if p is not None else []
     named, failures = failure_context(chain, nodes)
     shown, more = pick_rules([*named, *rules], [r.rule_id for r in named], failures,
-                             (p.kernel_source or "") if p is not None else "")
-    inline = parent == 0 and bool(reference_source)
+                             (p.kernel_source or "") if p is not None else "", task_rule_ids,
+                             search.search_params.max_rules)
+    repair = kind == "small" and p is not None and p.verdict != "passed"
+    inline = (parent == 0 or repair) and bool(reference_source)
     gpu = gpu or gpu_named(nodes.values())
     task_view = task_brief(search.task_id, task)
     out = StepBrief(
@@ -180,6 +246,8 @@ def step_brief(search: SearchRecord, step: StepRecord, memory_ids: Sequence[int]
         out.parent_evaluation = evaluation_summary(p.evaluation, p.verdict, p.speedup, p.reward)
         if kind == "small":
             out.parent_kernel = p.kernel_source
+        if repair:
+            out.parent_failure = failure_detail(_evaluation(p))
     if kind == "small":
         out.working_memory = memory_entries(sid, memory_ids, nodes)
     else:
@@ -239,15 +307,19 @@ def failure_context(chain: Sequence[int], rows: Mapping[int, NodeRecord]) -> tup
 
 
 def pick_rules(rules: Sequence[RuleRef], named: Sequence[str], failures: Sequence[str],
-               kernel_source: str) -> tuple[list[RuleRef], int]:
-    """At most MAX_RULES rules (and RULES_CHARS) most relevant to the step, and how many others apply."""
+               kernel_source: str, task_rule_ids: Sequence[str] = (),
+               max_rules: int = MAX_RULES) -> tuple[list[RuleRef], int]:
+    """At most `max_rules` rules (and RULES_CHARS) most relevant to the step, and how many others apply
+    (max_rules 0: no rule is shown, the Adapt stage's ablation)."""
     unique = list({r.rule_id: r for r in reversed(rules)}.values())[::-1]  # first occurrence wins
-    order = step_ranking([(r.rule_id, r.text) for r in unique], named, failures, kernel_source)
+    if max_rules <= 0:
+        return [], 0
+    order = step_ranking([(r.rule_id, r.text) for r in unique], named, failures, kernel_source, task_rule_ids)
     shown: list[RuleRef] = []
     used = 0
     for i in order:
         cost = len(unique[i].text) + 3
-        if len(shown) >= MAX_RULES:
+        if len(shown) >= max_rules:
             break
         if shown and used + cost > RULES_CHARS:
             continue

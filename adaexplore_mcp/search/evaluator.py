@@ -30,6 +30,10 @@ class Evaluator(Protocol):
         """The validity rules to show in a brief for this task."""
         ...
 
+    def task_rule_ids(self, task_id: str) -> Sequence[str]:
+        """The rules of this task's own failure clusters, most frequent first (briefs rank them high)."""
+        ...
+
     def evaluate(self, task_id: str, kernel_source: str, progress: Progress | None = None) -> Evaluation:
         """Judge one kernel. The result is stored before it is returned: its `eval_id` names the row of
         `evaluations` that a node of the search links to."""

@@ -92,11 +92,12 @@ class FakeEvaluator:
 
     def __init__(self, store: Store, judge: FakeJudge | None = None, *,
                  tasks: Callable[[str], TaskInfo | None] = _any_task, rules: Sequence[RuleRef] = (),
-                 timing_available: bool = False) -> None:
+                 timing_available: bool = False, task_rule_ids: Sequence[str] = ()) -> None:
         self.store = store
         self.judge = judge or FakeJudge()
         self._tasks = tasks
         self._rules = list(rules)
+        self._task_rule_ids = list(task_rule_ids)
         self._timing = timing_available
 
     @property
@@ -111,6 +112,9 @@ class FakeEvaluator:
 
     def rules(self, task_id: str) -> list[RuleRef]:
         return list(self._rules)
+
+    def task_rule_ids(self, task_id: str) -> list[str]:
+        return list(self._task_rule_ids)
 
     def evaluate(self, task_id: str, kernel_source: str, progress: Progress | None = None) -> Evaluation:
         info = self.task_info(task_id)

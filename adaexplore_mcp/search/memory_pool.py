@@ -6,8 +6,7 @@ Pure functions on the in-memory tree, returning node ids; search/brief.py turns 
 
 from __future__ import annotations
 
-import random
-
+from adaexplore_mcp.ranking import rank_key
 from adaexplore_mcp.search.tree import MEMORY_SIZE, POOL_SIZE, Tree
 
 
@@ -36,22 +35,20 @@ def working_memory(tree: Tree, p: int, size: int = MEMORY_SIZE) -> list[int]:
     return refinement_chain(tree, p, limit=size)
 
 
-def representative_pool(tree: Tree, p: int, rng: random.Random, size: int = POOL_SIZE) -> list[int]:
-    """For each large-step node on the path root -> p: the best correct kernel in its small-step subtree.
+def representative_pool(tree: Tree, p: int, size: int = POOL_SIZE) -> list[int]:
+    """The best kernels of other branches, for a large step grown from p: best first.
 
-    The small-step subtree of a large node L is L plus the descendants reached only through small steps
-    (exactly the nodes whose anchor is L). Failed kernels never enter; from the root the pool is empty.
-    At most `size` entries: a seeded random choice (kept in path order) when there are more.
+    A branch is a large-step node with its small-step subtree (the nodes whose anchor it is); its kernel is
+    the best correct node in it. The branches whose large node lies on the path root -> p are p's own
+    lineage and never enter: the step is shown what the rest of the tree found, not its own parent chain
+    (which a large step from p is meant to leave). Failed kernels never enter. From the root every branch is
+    "other", so the pool is empty only while no correct kernel exists. At most `size`, ranked as the search
+    ranks kernels (adaexplore_mcp.ranking: timed passes by speedup, ties to the earlier node).
     """
-    path = list(reversed(tree.path_to_root(p)))  # root first
-    pool = []
-    for i in path:
-        if tree.nodes[i].kind != "large":
-            continue
-        best = tree.anchor_best.get(i)
-        if best is not None and best not in pool:
-            pool.append(best)
-    if len(pool) > size:
-        keep = set(rng.sample(range(len(pool)), size))
-        pool = [n for k, n in enumerate(pool) if k in keep]
-    return pool
+    if size <= 0:
+        return []
+    lineage = set(tree.path_to_root(p))
+    bests = [best for anchor, best in tree.anchor_best.items()
+             if anchor not in lineage and tree.nodes[anchor].kind == "large"]
+    bests.sort(key=lambda n: (tuple(-k for k in rank_key(tree.nodes[n])), n))
+    return bests[:size]

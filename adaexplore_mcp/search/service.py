@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
+from adaexplore_mcp import speedups
 from adaexplore_mcp.errors import INT64_MAX, INT64_MIN, NotFound, UserError, clip, printable, quote
 from adaexplore_mcp.models import Evaluation, TaskInfo
 from adaexplore_mcp.ranking import beats
@@ -142,25 +143,26 @@ class SearchService:
         return first
 
     def _brief(self, search_id: str, step: StepRecord) -> StepBrief:
-        """The brief of one pending step (assembled by search/brief.py). A root step carries the reference
-        source, read here from the task table when the store has one: many clients never let the model read
-        a resource."""
+        """The brief of one pending step (assembled by search/brief.py). A root step and a repair (a small step
+        on a failed parent) carry the reference source, read here from the task table when the store has
+        one: many clients never let the model read a resource."""
         search = self._search(search_id)
         task, rules = self._task(search.task_id), self.evaluator.rules(search.task_id)  # outside any snapshot
+        task_rules = self.evaluator.task_rule_ids(search.task_id)
         with self._lock, self.store.snapshot() as conn:
             search = self._search(search_id, conn)
             tree = self._tree(conn, search_id)
             shown = V.brief_nodes(step, tree, search.search_params)
             nodes = R.load_nodes(conn, search_id, shown.wanted(step.parent_id), sources=True, evaluations=True)
             reference = None
-            if step.parent_id == 0:
+            if step.parent_id == 0 or (step.kind == "small" and nodes[step.parent_id].verdict != "passed"):
                 try:
                     row = conn.execute("SELECT source FROM tasks WHERE task_id = ?", (search.task_id,)).fetchone()
                 except sqlite3.OperationalError:  # a store without the task registry (a search over a fake evaluator)
                     row = None
                 reference = row[0] if row is not None else None
             return B.step_brief(search, step, shown.memory, shown.pool, nodes, task, rules, self.timing_available,
-                                self.gpu, V.best_summary(search_id, tree), reference)
+                                self.gpu, V.best_summary(search_id, tree), reference, task_rules)
 
     def _hand_out(self, search_id: str, count: int) -> list[StepRecord]:
         """The pending steps to brief (at most `count`, oldest first), after making new ones while fewer than
@@ -277,7 +279,7 @@ class SearchService:
                 R.release_step(tx, step_id, token, lease_until=time.time() + self.lease_s)
             raise
         result = self._attach(search_id, step, token, source, note, evaluation, key)
-        result.warnings = warnings
+        result.warnings = warnings + result.warnings
         result.duplicate_of = same.node_id if same is not None else None
         if next:
             try:
@@ -346,14 +348,15 @@ class SearchService:
                 if not R.holds_claim(tx, step.step_id, token):
                     raise UserError(f"the claim on step {step.step_id} expired and was taken over; call next_step")
                 search = self._search(search_id, tx)
-                r = search.search_params.reward(verdict, evaluation.speedup)
+                speedup, yardstick = speedups.ranked(evaluation)
+                r = search.search_params.reward(verdict, speedup)
                 tree = self._tree(tx, search_id)
                 parent = tree.nodes[step.parent_id]
                 node = TreeNode(node_id=len(tree), parent_id=parent.node_id, kind=step.kind,  # type: ignore[arg-type]
-                                depth=parent.depth + 1, verdict=verdict, speedup=evaluation.speedup, reward=r)
+                                depth=parent.depth + 1, verdict=verdict, speedup=speedup, reward=r)
                 is_new_best = beats(node, None if tree.best is None else tree.nodes[tree.best])
                 best_id = node.node_id if is_new_best else tree.best
-                best_speedup = evaluation.speedup if is_new_best else (
+                best_speedup = speedup if is_new_best else (
                     tree.nodes[best_id].speedup if best_id is not None else None)
                 path = [node.node_id] + tree.path_to_root(parent.node_id)
                 R.insert_node(tx, search_id, node, step.step_id, note, evaluation.eval_id, source, key)
@@ -364,10 +367,13 @@ class SearchService:
             tree.version = version
             best = V.best_summary(search_id, tree)
         used = search.steps_used + 1
-        return ExpandResult(search_id=search_id, step_id=step.step_id, node_id=node.node_id, kind=node.kind,
-                            parent_node_id=parent.node_id, evaluation=evaluation, reward=round(r, 6), best=best,
-                            is_new_best=is_new_best, steps_used=used, steps_left=search.budget - used,
-                            done=used >= search.budget)
+        result = ExpandResult(search_id=search_id, step_id=step.step_id, node_id=node.node_id, kind=node.kind,
+                              parent_node_id=parent.node_id, evaluation=evaluation, reward=round(r, 6), best=best,
+                              is_new_best=is_new_best, steps_used=used, steps_left=search.budget - used,
+                              done=used >= search.budget, ranked_speedup=speedup, ranked_against=yardstick)
+        if yardstick == "tf32" and evaluation.verdict.value == "passed":
+            result.warnings.append(B.below_precision_note(evaluation))
+        return result
 
     # -- views ---------------------------------------------------------------------------------
     def get_search(self, search_id: str, include_sources: bool = False) -> SearchTree:

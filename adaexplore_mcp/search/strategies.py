@@ -31,7 +31,7 @@ def step_rng(seed: int, counter: int) -> random.Random:
 def plan_adaexplore(tree: Tree, params: SearchParams, rng: random.Random) -> Plan:
     p = select(tree, c=params.c, c_e=params.c_e, alpha=params.alpha)
     kind = choose_step(tree, p, rng, p_large=params.p_large, max_small_children=params.max_small_children)
-    pool = representative_pool(tree, p, rng, params.pool_size) if kind == "large" else []
+    pool = representative_pool(tree, p, params.pool_size) if kind == "large" else []
     return Plan(p, kind, pool)
 
 

@@ -31,6 +31,7 @@ MAX_SMALL_CHILDREN = 2
 # Proposer context.
 MEMORY_SIZE = 5
 POOL_SIZE = 5
+MAX_RULES = 5  # validity rules a brief shows (search/brief.py picks them for the step)
 
 StepKind = Literal["large", "small"]
 NodeKind = Literal["root", "large", "small"]

@@ -27,6 +27,8 @@ class SearchParams(BaseModel):
     max_small_children: int = Field(default=T.MAX_SMALL_CHILDREN, ge=0, description="small children before a large step is forced")
     memory_size: int = Field(default=T.MEMORY_SIZE, ge=0, le=50, description="working-memory length")
     pool_size: int = Field(default=T.POOL_SIZE, ge=0, le=50, description="representative-pool size")
+    max_rules: int = Field(default=T.MAX_RULES, ge=0, le=20, description="validity rules shown per brief (0 withholds "
+                           "them: the ablation of the skill memory)")
     reward_compile_error: float = T.REWARD_COMPILE_ERROR
     reward_failure: float = T.REWARD_FAILURE
     reward_base: float = T.REWARD_BASE
@@ -54,6 +56,8 @@ class EvaluationSummary(BaseModel):
     speedup: float | None = None
     speedups: str | None = Field(default=None, description="the speedup against every yardstick: eager, TF32, "
                                  "torch.compile, % of roofline (null when not timed)")
+    precision: str | None = Field(default=None, description="set when a pass computes below the task's "
+                                  "precision: why, and that it is ranked against the TF32 reference")
     error: str | None = Field(default=None, description="the error's key line (or mismatch/reject reason)")
     reward: float
 
@@ -107,6 +111,8 @@ class Brief(BaseModel):
     parent_kernel: str | None = Field(default=None, description="small steps: the kernel to edit, in full")
     parent_kernel_uri: str | None = None
     parent_evaluation: EvaluationSummary | None = None
+    parent_failure: str | None = Field(default=None, description="a failed parent's whole error or mismatch "
+                                       "detail (small steps: what the repair must fix)")
     working_memory: list[MemoryEntry] = Field(default_factory=list, description="small steps: refinement chain, "
                                               "oldest first, the parent last; older nodes as diffs")
     pool: list[KernelRef] = Field(default_factory=list, description="large steps: best kernels of other branches")
@@ -151,6 +157,11 @@ class ExpandResult(BaseModel):
     steps_used: int
     steps_left: int
     done: bool
+    ranked_speedup: float | None = Field(default=None, description="the speedup the search ranks and rewards "
+                                         "this kernel by: vs strict fp32, or vs the TF32 reference when the "
+                                         "kernel computes below the task's precision")
+    ranked_against: Literal["fp32", "tf32"] | None = Field(default=None, description="the yardstick of "
+                                                           "ranked_speedup")
     duplicate_of: int | None = Field(default=None, description="the node this kernel repeats (same source "
                                      "after normalization); its stored evaluation was reused, nothing was run")
     warnings: list[str] = Field(default_factory=list)
