@@ -50,7 +50,8 @@ class App:
         self.memory = MemoryService(self.store)
         self.jobs = JobRunner(self.store)
         self.evaluator = KernelEvaluator(self.store, self.judge, self.tasks, self.memory)
-        self.search = SearchService(self.store, self.evaluator, max_source_bytes=settings.max_source_bytes)
+        self.search = SearchService(self.store, self.evaluator, max_source_bytes=settings.max_source_bytes,
+                                    lease_s=settings.step_lease_s)
 
     def close(self) -> None:
         self.judge.close()

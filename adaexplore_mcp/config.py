@@ -23,6 +23,9 @@ def _default_cache() -> Path:
     return Path(xdg) / "adaexplore-mcp"
 
 
+DEFAULT_STEP_LEASE_S = 1800.0  # search/service.py's default lease of a handed-out step
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     return float(raw) if raw not in (None, "") else default
@@ -85,6 +88,9 @@ class Settings:
     # A substring of the GPU name (e.g. "H100"): the Ray pool keeps only actors on matching GPUs, so
     # timings from different GPU models are never compared silently. Ignored by the local pool.
     require_gpu: str = ""
+    # How long a step handed out by next_step stays leased before it goes back (search/service.py). A
+    # campaign whose proposers answer between device loans (hours) sets it high.
+    step_lease_s: float = DEFAULT_STEP_LEASE_S
 
     @property
     def db_path(self) -> Path:
@@ -113,4 +119,5 @@ class Settings:
             sandbox=os.environ.get("ADAEXPLORE_SANDBOX", cls.sandbox),
             ray_address=os.environ.get("ADAEXPLORE_RAY_ADDRESS", cls.ray_address).strip(),
             require_gpu=os.environ.get("ADAEXPLORE_REQUIRE_GPU", cls.require_gpu).strip(),
+            step_lease_s=_env_float("ADAEXPLORE_STEP_LEASE_S", cls.step_lease_s),
         )

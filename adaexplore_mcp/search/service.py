@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
+from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES, DEFAULT_STEP_LEASE_S
 from adaexplore_mcp import speedups
 from adaexplore_mcp.errors import INT64_MAX, INT64_MIN, NotFound, UserError, clip, printable, quote
 from adaexplore_mcp.models import Evaluation, TaskInfo
@@ -76,8 +76,9 @@ T = TypeVar("T")
 
 # A claim older than this can be taken over even when its owner cannot be checked (another host or container).
 CLAIM_TIMEOUT_S = 1800.0
-# A pending step not expanded this long after next_step last handed it out goes back (expires).
-STEP_LEASE_S = 1800.0
+# A pending step not expanded this long after next_step last handed it out goes back (expires); the server
+# takes it from Settings.step_lease_s (ADAEXPLORE_STEP_LEASE_S).
+STEP_LEASE_S = DEFAULT_STEP_LEASE_S
 MAX_NOTE_CHARS = 300
 
 

@@ -84,14 +84,16 @@ unaffected. `next` (0-8): also hand out that many next briefs (as next_step(coun
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.tool(annotations=ADDITIVE)
-    def start_search(task_id: str, budget: int, seed: int = 0, strategy: str = "adaexplore") -> StartedSearch:
+    def start_search(task_id: str, budget: int, seed: int = 0, strategy: str = "adaexplore",
+                     constants: dict[str, float] | None = None) -> StartedSearch:
         """Start a kernel search on a task. `budget` is the number of kernels (steps) you will write, e.g. 20-100.
         `strategy`: 'adaexplore' (tree search: the server alternates small edits and fresh kernels; default),
         'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent fresh kernels).
         `seed` makes the server's choices replayable: any integer from -2**63 to 2**63-1, stored as given (a seed
-        outside that range is an error, not reduced). Cheap. Then loop: next_step -> expand_node."""
+        outside that range is an error, not reduced). `constants` overrides the search's constants by name (e.g.
+        {"pool_size": 3, "max_rules": 0}; get_search shows them all). Cheap. Then loop: next_step -> expand_node."""
         app = get_app()
-        search_id = app.search.start_search(task_id, budget, seed, strategy)
+        search_id = app.search.start_search(task_id, budget, seed, strategy, **(constants or {}))
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
 

@@ -1,0 +1,303 @@
+"""A search campaign driven over MCP, with the proposer outside the server: rounds of briefs out, proposals in.
+
+Any MCP client can be the proposer, a person or an assistant: each round this driver writes every search's
+`next_step` response to a file (exactly what an assistant receives), and takes back the proposals written
+beside it. The server's data lives in the campaign folder, so rounds can run on different machines (a GPU
+host lent call by call): copy the folder back and forth.
+
+    python bench/campaign.py init  --dir D --problem KernelBench/level2/12_Gemm.py ... [--steps 16] [--in-flight 4]
+    python bench/campaign.py round --dir D [--deadline-s 480]   # submit D/proposals/*, write D/briefs/*
+    python bench/campaign.py reference --dir D --kernel NAME=PATH ...   # e.g. a paper's released kernels
+    python bench/campaign.py table --dir D                        # the table, from D/records.jsonl alone
+
+Folder layout:
+    campaign.json             problems (sources unchanged), strategies, steps, steps in flight, seed, lease
+    state.json                task ids and search ids, the round number
+    home/                     ADAEXPLORE_HOME of the server (SQLite: tasks, trees, evaluations, memory)
+    briefs/<search>/round-<n>.json      the next_step response of that round (what the proposer reads)
+    briefs/<search>/pending.json        the step ids waiting for a proposal, and each one's kind
+    proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note"
+    records.jsonl             one line per expanded step (and reference.jsonl per reference kernel)
+
+Strategies: `adaexplore`, `iterative_refinement`, `parallel_sampling`, and `adaexplore_norules` (adaexplore
+with the skill memory's rules withheld from its briefs, max_rules=0: the Adapt stage's ablation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.campaign_table import print_tables  # noqa: E402
+
+STRATEGIES = {  # label -> (server strategy, search constants)
+    "adaexplore": ("adaexplore", {}),
+    "iterative_refinement": ("iterative_refinement", {}),
+    "parallel_sampling": ("parallel_sampling", {}),
+    "adaexplore_norules": ("adaexplore", {"max_rules": 0}),
+}
+LEASE_S = 7 * 24 * 3600.0  # proposers answer between device loans: a step handed out must not expire
+
+
+def load(path: Path, default: Any = None) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def save(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)
+
+
+def problem_name(path: str) -> str:
+    """'KernelBench/level2/12_Gemm_Multiply_LeakyReLU.py' -> 'L2_12_Gemm_Multiply_LeakyReLU'."""
+    p = Path(path)
+    level = "".join(ch for ch in p.parent.name if ch.isdigit())
+    return f"L{level}_{p.stem}" if level else p.stem
+
+
+def init(args: argparse.Namespace) -> int:
+    d = Path(args.dir)
+    if (d / "campaign.json").exists() and not args.force:
+        print(f"{d}/campaign.json exists (use --force to start over)", file=sys.stderr)
+        return 2
+    problems = [{"name": problem_name(p), "path": p, "source": Path(p).read_text()} for p in args.problem]
+    for s in args.strategy:
+        if s not in STRATEGIES:
+            raise SystemExit(f"unknown strategy {s!r}; choose from {', '.join(STRATEGIES)}")
+    save(d / "campaign.json", {"problems": problems, "strategies": args.strategy, "steps": args.steps,
+                               "in_flight": args.in_flight, "seed": args.seed, "lease_s": args.lease_s,
+                               "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
+    save(d / "state.json", {"round": 0, "tasks": {}, "searches": {}})
+    print(f"campaign in {d}: {len(problems)} problems x {len(args.strategy)} strategies, {args.steps} steps, "
+          f"{args.in_flight} in flight")
+    return 0
+
+
+def server_params(d: Path, lease_s: float):
+    from mcp.client.stdio import StdioServerParameters
+
+    env = dict(os.environ)
+    env.update(ADAEXPLORE_HOME=str((d / "home").resolve()), ADAEXPLORE_STEP_LEASE_S=str(lease_s))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return StdioServerParameters(command=sys.executable, args=["-m", "adaexplore_mcp"], env=env, cwd=str(ROOT))
+
+
+async def call(client, tool: str, arguments: dict) -> dict:
+    """One tool call; a tool error raises with the server's text (the driver never guesses around one)."""
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        raise RuntimeError(f"{tool} failed: {text[:2000]}")
+    return result.structured_content or {}
+
+
+async def run_round(args: argparse.Namespace) -> int:
+    import anyio
+    from mcp import Client
+
+    d = Path(args.dir)
+    cfg, state = load(d / "campaign.json"), load(d / "state.json")
+    deadline = time.monotonic() + args.deadline_s
+    log = (d / "round.log").open("a")
+
+    def say(text: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {text}"
+        print(line, flush=True)
+        log.write(line + "\n")
+        log.flush()
+
+    async with Client(server_params(d, cfg["lease_s"]), read_timeout_seconds=args.call_timeout_s) as client:
+        for prob in cfg["problems"]:
+            if prob["name"] not in state["tasks"]:
+                t0 = time.monotonic()
+                made = await call(client, "create_task", {"name": prob["name"], "reference_source": prob["source"]})
+                state["tasks"][prob["name"]] = made["task_id"]
+                say(f"task {prob['name']}: {made['task_id']} ({time.monotonic() - t0:.1f}s, warnings "
+                    f"{made.get('warnings')})")
+                save(d / "state.json", state)
+        for prob in cfg["problems"]:
+            for label in cfg["strategies"]:
+                key = f"{prob['name']}__{label}"
+                if key not in state["searches"]:
+                    strategy, constants = STRATEGIES[label]
+                    started = await call(client, "start_search", {
+                        "task_id": state["tasks"][prob["name"]], "budget": cfg["steps"], "seed": cfg["seed"],
+                        "strategy": strategy, **({"constants": constants} if constants else {})})
+                    state["searches"][key] = started["search_id"]
+                    save(d / "state.json", state)
+        state["round"] += 1
+        rnd = state["round"]
+        limiter = anyio.Semaphore(args.concurrency)
+
+        async def one_search(key: str, search_id: str) -> None:
+            async with limiter:
+                if time.monotonic() > deadline:
+                    say(f"{key}: deadline reached, left for the next round")
+                    return
+                await submit(client, d, key, search_id, rnd, say)
+                if time.monotonic() > deadline:
+                    return
+                await hand_out(client, d, key, search_id, rnd, cfg["in_flight"], say)
+
+        async with anyio.create_task_group() as tg:
+            for key, search_id in state["searches"].items():
+                tg.start_soon(one_search, key, search_id)
+    save(d / "state.json", state)
+    say(f"round {rnd} done")
+    return 0
+
+
+async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> None:
+    """Expand every pending step of `key` that has a proposal; one record per step."""
+    pending = load(d / "briefs" / key / "pending.json", {"steps": {}})
+    items, meta = [], {}
+    for step_id, info in pending["steps"].items():
+        prop = load(d / "proposals" / key / f"{step_id}.json")
+        if prop is None:
+            continue
+        item = {"step_id": step_id, "note": str(prop.get("note", ""))[:300]}
+        if prop.get("edits"):
+            item["edits"] = prop["edits"]
+        else:
+            item["kernel_source"] = prop.get("kernel_source", "")
+        items.append(item)
+        meta[step_id] = info
+    if not items:
+        return
+    t0 = time.monotonic()
+    batch = await call(client, "expand_nodes", {"search_id": search_id, "items": items})
+    elapsed = time.monotonic() - t0
+    with (d / "records.jsonl").open("a") as out:
+        for res in batch["results"]:
+            info = meta.get(res["step_id"], {})
+            out.write(json.dumps(step_record(key, search_id, rnd, res, info, elapsed / len(items))) + "\n")
+            pending["steps"].pop(res["step_id"], None) if res["ok"] else None
+    save(d / "briefs" / key / "pending.json", pending)
+    verdicts = [r["result"]["evaluation"]["verdict"] if r["ok"] else "error" for r in batch["results"]]
+    say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
+
+
+def step_record(key: str, search_id: str, rnd: int, res: dict, info: dict, seconds: float) -> dict:
+    """What the table needs of one expanded step (and the item's error when it did not expand)."""
+    problem, label = key.split("__", 1)
+    rec: dict[str, Any] = {"search": key, "problem": problem, "strategy": label, "search_id": search_id,
+                           "round": rnd, "step_id": res["step_id"], "kind": info.get("kind"),
+                           "parent": info.get("parent"), "brief_chars": info.get("brief_chars"),
+                           "ok": res["ok"], "seconds": round(seconds, 2)}
+    if not res["ok"]:
+        rec["error"] = str(res.get("error"))[:500]
+        return rec
+    r = res["result"]
+    ev = r["evaluation"]
+    timing = ev.get("timing") or {}
+    roof = timing.get("roofline") or {}
+    err = ev.get("error") or {}
+    rec.update(node=r["node_id"], verdict=ev["verdict"], speedup=ev.get("speedup"),
+               speedup_tf32=ev.get("speedup_tf32"), speedup_compile=timing.get("speedup_compile"),
+               pct_roofline=roof.get("pct_roofline"), ranked_speedup=r.get("ranked_speedup"),
+               ranked_against=r.get("ranked_against"),
+               below_fp32=bool((ev.get("precision") or {}).get("below_fp32")), reward=r["reward"],
+               is_new_best=r["is_new_best"], duplicate_of=r.get("duplicate_of"),
+               error=(f"{err.get('exception')}: {err.get('message')}"[:300] if err else
+                      (ev.get("rejected") or {}).get("check") or (ev.get("mismatch") or {}).get("reason")),
+               rules=[x.get("rule_id") for x in ev.get("rules") or []], gpu=timing.get("gpu"))
+    return rec
+
+
+async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_flight: int, say) -> None:
+    """next_step(count=in_flight): the whole response to briefs/<key>/round-<n>.json, the steps to pending."""
+    brief = await call(client, "next_step", {"search_id": search_id, "count": in_flight})
+    folder = d / "briefs" / key
+    pending = load(folder / "pending.json", {"steps": {}})
+    if brief.get("done"):
+        say(f"{key}: done")
+        save(folder / "pending.json", pending)
+        return
+    save(folder / f"round-{rnd}.json", brief)
+    steps = [brief, *brief.get("more_steps", [])]
+    for s in steps:
+        if s.get("step_id") is None:
+            continue
+        own = {k: v for k, v in s.items() if k != "more_steps"}
+        pending["steps"][s["step_id"]] = {"kind": s.get("kind"), "parent": s.get("parent_node_id"),
+                                          "round": rnd, "brief_chars": len(json.dumps(own))}
+    pending["response_chars"] = len(json.dumps(brief))
+    save(folder / "pending.json", pending)
+    say(f"{key}: {len(steps)} briefs ({pending['response_chars']} chars), "
+        f"kinds {[s.get('kind') for s in steps]}")
+
+
+async def run_reference(args: argparse.Namespace) -> int:
+    """Evaluate given kernels (NAME=PATH, NAME a campaign problem) through evaluate_kernel: a reference point."""
+    from mcp import Client
+
+    d = Path(args.dir)
+    cfg, state = load(d / "campaign.json"), load(d / "state.json")
+    async with Client(server_params(d, cfg["lease_s"]), read_timeout_seconds=args.call_timeout_s) as client:
+        for spec in args.kernel:
+            name, path = spec.split("=", 1)
+            if name not in state["tasks"]:
+                raise SystemExit(f"{name} is not a problem of this campaign (init and round first)")
+            t0 = time.monotonic()
+            ev = await call(client, "evaluate_kernel", {"task_id": state["tasks"][name],
+                                                        "kernel_source": Path(path).read_text()})
+            timing = ev.get("timing") or {}
+            err = ev.get("error") or {}
+            rec = {"problem": name, "path": path, "verdict": ev["verdict"], "speedup": ev.get("speedup"),
+                   "speedup_tf32": ev.get("speedup_tf32"), "speedup_compile": timing.get("speedup_compile"),
+                   "below_fp32": bool((ev.get("precision") or {}).get("below_fp32")),
+                   "error": (f"{err.get('exception')}: {err.get('message')}"[:300] if err else
+                             (ev.get("rejected") or {}).get("message") or (ev.get("mismatch") or {}).get("reason")),
+                   "seconds": round(time.monotonic() - t0, 1), "gpu": timing.get("gpu")}
+            with (d / "reference.jsonl").open("a") as out:
+                out.write(json.dumps(rec) + "\n")
+            print(json.dumps(rec), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("init")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--problem", action="append", required=True, help="a KernelBench problem file (repeatable)")
+    p.add_argument("--strategy", action="append", default=None)
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--in-flight", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lease-s", type=float, default=LEASE_S)
+    p.add_argument("--force", action="store_true")
+    for name in ("round", "reference"):
+        p = sub.add_parser(name)
+        p.add_argument("--dir", required=True)
+        p.add_argument("--deadline-s", type=float, default=480.0, help="stop starting new work after this")
+        p.add_argument("--concurrency", type=int, default=8, help="searches submitted at once")
+        p.add_argument("--call-timeout-s", type=float, default=900.0)
+        if name == "reference":
+            p.add_argument("--kernel", action="append", required=True, help="NAME=PATH (repeatable)")
+    p = sub.add_parser("table")
+    p.add_argument("--dir", required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "init":
+        args.strategy = args.strategy or list(STRATEGIES)
+        return init(args)
+    if args.cmd == "table":
+        return print_tables(Path(args.dir))
+    import anyio
+
+    return anyio.run(run_round if args.cmd == "round" else run_reference, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

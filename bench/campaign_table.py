@@ -1,0 +1,127 @@
+"""The campaign's tables, from records.jsonl (and reference.jsonl) alone: per strategy, and best-so-far by step.
+
+Conventions (AdaExplore's): a search's result is its best correct kernel's speedup, capped at 10x; a problem
+without a correct kernel counts 0 in the mean. The speedup ranked is `ranked_speedup`: against strict fp32,
+or against the TF32 reference for a kernel below the task's precision. The geometric mean is over the
+searches with a correct kernel (their number is shown). fast_1: the share of searches whose best beats 1.0x.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+CAP = 10.0
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def best_by_step(records: list[dict]) -> list[float]:
+    """After each expanded step (in order), the capped ranked speedup of the best correct kernel so far (0
+    before one passed)."""
+    best, out = 0.0, []
+    for r in records:
+        if r.get("verdict") == "passed" and r.get("ranked_speedup") is not None:
+            best = max(best, min(CAP, r["ranked_speedup"]))
+        out.append(best)
+    return out
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _geo(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def summarize(records: list[dict]) -> dict[str, dict]:
+    """Per strategy: steps, correctness, best speedups (vs eager/ranked and vs torch.compile), curves, brief size."""
+    by_search: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        if r.get("ok"):
+            by_search[r["search"]].append(r)
+    out: dict[str, dict] = {}
+    for strategy in sorted({r["strategy"] for r in records}):
+        searches = {k: v for k, v in by_search.items() if k.split("__", 1)[1] == strategy}
+        steps = [r for v in searches.values() for r in v]
+        bests, compiled, curves, below = [], [], [], 0
+        for recs in searches.values():
+            curve = best_by_step(recs)
+            curves.append(curve)
+            bests.append(curve[-1] if curve else 0.0)
+            passed = [r for r in recs if r.get("verdict") == "passed" and r.get("ranked_speedup") is not None]
+            if passed:
+                top = max(passed, key=lambda r: r["ranked_speedup"])
+                below += bool(top.get("below_fp32"))
+                if top.get("speedup_compile") is not None:
+                    compiled.append(min(CAP, top["speedup_compile"]))
+        depth = max((len(c) for c in curves), default=0)
+        curve = [_mean([c[min(i, len(c) - 1)] for c in curves if c]) for i in range(depth)]
+        out[strategy] = {
+            "searches": len(searches), "steps": len(steps),
+            "correct": sum(r.get("verdict") == "passed" for r in steps) / len(steps) if steps else None,
+            "mean": _mean(bests), "geomean": _geo(bests), "with_correct": sum(b > 0 for b in bests),
+            "fast_1": sum(b > 1.0 for b in bests) / len(bests) if bests else None,
+            "compile_mean": _mean(compiled), "compile_geomean": _geo(compiled),
+            "best_below_fp32": below,
+            "brief_chars": _mean([r["brief_chars"] for r in steps if r.get("brief_chars")]),
+            "curve": curve,
+        }
+    return out
+
+
+def print_tables(d: Path) -> int:
+    records = read_jsonl(d / "records.jsonl")
+    cfg = json.loads((d / "campaign.json").read_text()) if (d / "campaign.json").exists() else {}
+    if not records:
+        print("no records yet")
+        return 1
+    gpus = sorted({r["gpu"] for r in records if r.get("gpu")})
+    print(f"campaign {d}: {len(cfg.get('problems', []))} problems, {cfg.get('steps')} steps per search, "
+          f"{cfg.get('in_flight')} in flight; GPU: {', '.join(gpus) or 'none (CPU)'}")
+    stats = summarize(records)
+    print("\n| strategy | searches | steps | correct | mean best (capped 10x, 0 if none) | geomean best (n) | "
+          "fast_1 | vs torch.compile mean / geomean | best below fp32 | brief chars/step |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, s in stats.items():
+        print(f"| {name} | {s['searches']} | {s['steps']} | {_fmt(s['correct'])} | {_fmt(s['mean'])}x | "
+              f"{_fmt(s['geomean'])}x ({s['with_correct']}) | {_fmt(s['fast_1'])} | "
+              f"{_fmt(s['compile_mean'])}x / {_fmt(s['compile_geomean'])}x | {s['best_below_fp32']} | "
+              f"{_fmt(s['brief_chars'], 0)} |")
+    marks = [i for i in (1, 2, 4, 8, 12, 16, 24, 32) if any(len(s["curve"]) >= i for s in stats.values())]
+    print("\nmean best-so-far (capped ranked speedup) after step k:\n")
+    print("| strategy | " + " | ".join(f"k={i}" for i in marks) + " |")
+    print("|---|" + "---|" * len(marks))
+    for name, s in stats.items():
+        print(f"| {name} | " + " | ".join(_fmt(s["curve"][i - 1]) if len(s["curve"]) >= i else "-" for i in marks)
+              + " |")
+    problems = sorted({r["problem"] for r in records})
+    print("\nbest ranked speedup per problem (verdicts: passed/steps):\n")
+    names = list(stats)
+    print("| problem | " + " | ".join(names) + " | reference kernel |")
+    print("|---|" + "---|" * (len(names) + 1))
+    refs = {r["problem"]: r for r in read_jsonl(d / "reference.jsonl")}
+    for p in problems:
+        cells = []
+        for name in names:
+            recs = [r for r in records if r["problem"] == p and r["strategy"] == name and r.get("ok")]
+            curve = best_by_step(recs)
+            ok = sum(r.get("verdict") == "passed" for r in recs)
+            cells.append(f"{_fmt(curve[-1]) if curve else '-'}x ({ok}/{len(recs)})")
+        ref = refs.get(p)
+        ref_cell = "-" if ref is None else (f"{_fmt(ref.get('speedup'))}x" if ref["verdict"] == "passed"
+                                            else ref["verdict"])
+        print(f"| {p} | " + " | ".join(cells) + f" | {ref_cell} |")
+    return 0
