@@ -217,7 +217,7 @@ def step_record(key: str, search_id: str, rnd: int, res: dict, info: dict, secon
 
 async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_flight: int, say) -> None:
     """next_step(count=in_flight): the whole response to briefs/<key>/round-<n>.json, the steps to pending."""
-    brief = await call(client, "next_step", {"search_id": search_id, "count": in_flight})
+    brief = await call(client, "next_step", {"search_id": search_id, "count": in_flight, "resend": True})
     folder = d / "briefs" / key
     pending = load(folder / "pending.json", {"steps": {}})
     if brief.get("done"):
@@ -226,13 +226,13 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
         return
     save(folder / f"round-{rnd}.json", brief)
     steps = [brief, *brief.get("more_steps", [])]
+    size = len(json.dumps(brief))  # what the proposer reads; shared parts are said once, so each step's share
     for s in steps:
         if s.get("step_id") is None:
             continue
-        own = {k: v for k, v in s.items() if k != "more_steps"}
         pending["steps"][s["step_id"]] = {"kind": s.get("kind"), "parent": s.get("parent_node_id"),
-                                          "round": rnd, "brief_chars": len(json.dumps(own))}
-    pending["response_chars"] = len(json.dumps(brief))
+                                          "round": rnd, "brief_chars": round(size / len(steps))}
+    pending["response_chars"] = size
     save(folder / "pending.json", pending)
     say(f"{key}: {len(steps)} briefs ({pending['response_chars']} chars), "
         f"kinds {[s.get('kind') for s in steps]}")

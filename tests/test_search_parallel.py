@@ -51,9 +51,14 @@ def test_next_step_hands_out_up_to_count_steps_and_the_same_ones_again(tmp_path:
     assert len(set(two)) == 2
     assert svc.next_step(sid).step_id == two[0]  # the steps out come first
     assert [b.step_id for b in briefs(svc.next_step(sid, count=2))] == two
-    five = [b.step_id for b in briefs(svc.next_step(sid, count=5))]
-    assert five[:2] == two and len(five) == 3  # the budget counts steps out: 3 at most
-    assert svc.get_search(sid).pending_step_ids == five
+    five = briefs(svc.next_step(sid, count=5))
+    assert len(five) == 3  # the budget counts steps out: 3 at most
+    new, *held = five  # a new brief comes whole and first; the two already handed out come as stubs
+    assert not new.already_sent and new.step_id not in two and new.task is not None
+    assert [b.step_id for b in held] == two and all(b.already_sent and b.task is None for b in held)
+    assert set(svc.get_search(sid).pending_step_ids) == {b.step_id for b in five}
+    again = briefs(svc.next_step(sid, count=3, resend=True))
+    assert [b.step_id for b in again] == [*two, new.step_id] and not any(b.already_sent for b in again)
     with pytest.raises(UserError, match="count must be an integer from 1 to 8"):
         svc.next_step(sid, count=9)
 
@@ -249,8 +254,8 @@ def test_expand_nodes_evaluates_items_concurrently_and_isolates_a_bad_one(tmp_pa
     assert "large step" in batch.results[1].error and batch.results[1].result is None
     assert {batch.results[0].result.node_id, batch.results[2].result.node_id} == {1, 2}
     assert len(judge.calls) == 2 and batch.steps_used == 2 and batch.steps_left == 4
-    assert batch.next_step is not None and batch.next_step.step_id == b  # the bad item's step is still out
-    assert len(briefs(batch.next_step)) == 2
+    out = briefs(batch.next_step)  # the bad item's step is still out: named by id, its brief not re-sent
+    assert len(out) == 2 and [x.step_id for x in out if x.already_sent] == [b]
     with pytest.raises(UserError, match="items must be a list of 1 to 8"):
         svc.expand_nodes(sid, [])
 
@@ -327,3 +332,20 @@ def test_the_tools_hand_out_several_steps_and_answer_them_in_one_call(tmp_path: 
         anyio.run(scenario)
     finally:
         app.close()
+
+
+def test_briefs_handed_out_together_say_the_shared_parts_once(tmp_path: Path) -> None:
+    svc = service(tmp_path / "db.sqlite3")
+    sid = svc.start_search("t1", 6)
+    one = svc.next_step(sid)
+    svc.expand_node(sid, one.step_id, kernel_source=kernel("a"))
+    three = svc.next_step(sid, count=3)
+    first, *more = briefs(three)
+    assert len(more) == 2 and first.task is not None and first.instructions
+    for b in more:  # each leaves out what equals the first brief's, and says which
+        assert b.step_id and b.kind and {"task", "timing_note", "evaluated_shapes"} <= set(b.same_as_first)
+        assert b.task is None and b.timing_note == ""
+        if b.kind == first.kind:
+            assert "instructions" in b.same_as_first and b.instructions == ""
+    single = len(svc.next_step(sid, resend=True).model_dump_json())
+    assert len(three.model_dump_json()) < 2 * single  # three steps for less than two whole briefs

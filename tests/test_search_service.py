@@ -91,8 +91,10 @@ def test_start_search_rejects_unknown_strategy_task_and_constants(svc):
 
 def test_next_step_is_idempotent_until_the_step_is_expanded(svc):
     sid = svc.start_search("t1", 5)
-    first, again = svc.next_step(sid), svc.next_step(sid)
+    first, again = svc.next_step(sid), svc.next_step(sid, resend=True)
     assert first.step_id == again.step_id and first == again
+    stub = svc.next_step(sid)  # without resend: the step already handed out, by id
+    assert stub.step_id == first.step_id and stub.already_sent and stub.task is None
     assert first.kind == "large" and first.parent_node_id == 0 and first.pool == []
     svc.expand_node(sid, first.step_id, kernel_source=kernel(), note="first")
     assert svc.next_step(sid).step_id != first.step_id
@@ -337,7 +339,7 @@ def test_a_restarted_server_resumes_the_same_pending_step_and_the_same_tree(tmp_
     for _ in range(30):
         pending = service(path).next_step(s2)
         restarted = service(path)  # a new process would see exactly this
-        assert restarted.next_step(s2) == pending
+        assert restarted.next_step(s2, resend=True) == pending
         restarted.expand_node(s2, pending.step_id, **random_proposal(pending, 2))
     assert shape(service(path), s2) == shape(straight, s1)
 

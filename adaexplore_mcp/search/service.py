@@ -56,6 +56,7 @@ from adaexplore_mcp.models import Evaluation, TaskInfo
 from adaexplore_mcp.ranking import beats
 from adaexplore_mcp.search import batch as BATCH
 from adaexplore_mcp.search import brief as B
+from adaexplore_mcp.search import brief_batch as BRIEFS
 from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
 from adaexplore_mcp.search import views as V
@@ -66,7 +67,7 @@ from adaexplore_mcp.search.records import SearchRecord, StepRecord
 from adaexplore_mcp.search.strategies import plan_step
 from adaexplore_mcp.search.tree import Tree, TreeNode, backpropagate, with_pending
 from adaexplore_mcp.search.types import (
-    MAX_BUDGET, MAX_STEPS_AT_ONCE, STRATEGIES, BestKernel, Brief, Edit, ExpandBatch, ExpandItem, ExpandResult,
+    MAX_BUDGET, MAX_STEPS_AT_ONCE, STRATEGIES, BestKernel, Edit, ExpandBatch, ExpandItem, ExpandResult,
     SearchParams, SearchSummary, SearchTree, StepBrief,
 )
 from adaexplore_mcp.search.views import TREE_SOURCE_CHARS
@@ -126,22 +127,22 @@ class SearchService:
         return search_id
 
     # -- next step -----------------------------------------------------------------------------
-    def next_step(self, search_id: str, count: int = 1) -> StepBrief:
+    def next_step(self, search_id: str, count: int = 1, resend: bool = False) -> StepBrief:
         """The briefs of up to `count` steps: the steps out first (the same ones until they are expanded), then
-        new ones until `count` are out; the first brief's fields, the others in `more_steps`. `done` when
-        nothing is out and the budget is spent; a UserError when every step out is being evaluated."""
+        new ones until `count` are out; the first brief's fields, the others in `more_steps`, each thing said
+        once (search/brief_batch.py). A step an earlier call handed out comes back as a stub naming its step_id
+        unless `resend`. `done` when nothing is out and the budget is spent; a UserError when every step out is
+        being evaluated."""
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_STEPS_AT_ONCE:
             raise UserError(f"count must be an integer from 1 to {MAX_STEPS_AT_ONCE}, got {quote(count)}")
         search = self._search(search_id)
-        steps = self._hand_out(search_id, count)
+        steps, created = self._hand_out(search_id, count)
         if not steps:
             with self._lock, self.store.snapshot() as conn:
                 search = self._search(search_id, conn)
                 return V.done_brief(search, self._tree(conn, search_id), self.timing_available, self.gpu)
         briefs = [self._brief(search.search_id, step) for step in steps]
-        first = briefs[0]
-        first.more_steps = [Brief.model_validate(b.model_dump(exclude={"more_steps"})) for b in briefs[1:]]
-        return first
+        return BRIEFS.assemble(briefs, [resend or s.step_id in created for s in steps])
 
     def _brief(self, search_id: str, step: StepRecord) -> StepBrief:
         """The brief of one pending step (assembled by search/brief.py). A root step and a repair (a small step
@@ -165,13 +166,15 @@ class SearchService:
             return B.step_brief(search, step, shown.memory, shown.pool, nodes, task, rules, self.timing_available,
                                 self.gpu, V.best_summary(search_id, tree), reference, task_rules)
 
-    def _hand_out(self, search_id: str, count: int) -> list[StepRecord]:
+    def _hand_out(self, search_id: str, count: int, created: set[str] | None = None) -> tuple[list[StepRecord], set[str]]:
         """The pending steps to brief (at most `count`, oldest first), after making new ones while fewer than
-        `count` are out; their leases are renewed. Empty when nothing is out and the budget is spent. (A step
-        whose lease ran out is no longer out for any query; it is marked 'expired' here, in the same write.)"""
+        `count` are out, and the ids of the steps this call made; their leases are renewed. Empty when nothing
+        is out and the budget is spent. (A step whose lease ran out is no longer out for any query; it is marked
+        'expired' here, in the same write.)"""
+        created = set() if created is None else created
         out = self._open_steps(search_id)
         if len(out) < count:
-            self._new_step(search_id, count)
+            created |= self._new_step(search_id, count)
             out = self._open_steps(search_id)
         pending = [s for s in out if s.status == "pending"][:count]
         if not pending and out:
@@ -186,7 +189,7 @@ class SearchService:
             still = {s.step_id for s in R.open_steps(tx, search_id, now)}  # a lease may have run out just now
             kept = [s for s in pending if s.step_id in still]
             R.renew_leases(tx, [s.step_id for s in kept], now + self.lease_s)
-        return kept if kept or not pending else self._hand_out(search_id, count)
+        return (kept, created) if kept or not pending else self._hand_out(search_id, count, created)
 
     def _open_steps(self, search_id: str) -> list[StepRecord]:
         """The steps out now, oldest first; a stale claim on one (its owner is gone, or it timed out) is
@@ -213,17 +216,18 @@ class SearchService:
             R.release_step(tx, step.step_id, step.claim_token)  # only that claim: a fresh one stays
         return True
 
-    def _new_step(self, search_id: str, count: int) -> None:
+    def _new_step(self, search_id: str, count: int) -> set[str]:
         """Make new steps, one at a time, until `count` are out or the budget is spent, each planned with
         virtual loss (every step out counts as a visit of its node); a plan is made again when another call
-        changed the search meanwhile."""
+        changed the search meanwhile. Returns the new steps' ids."""
         failures = 0
+        made: set[str] = set()
         while failures < 20:
             with self._lock, self.store.snapshot() as conn:
                 search = self._search(search_id, conn)
                 out = R.open_steps(conn, search_id, time.time())
                 if len(out) >= count or search.steps_used + len(out) >= search.budget:
-                    return
+                    return made
                 tree = self._tree(conn, search_id)
                 counter = R.steps_created(conn, search_id)
                 seen = [s.step_id for s in out]
@@ -236,8 +240,10 @@ class SearchService:
                         or [s.step_id for s in R.open_steps(tx, search_id, now)] != seen):
                     failures += 1
                     continue  # another call changed the tree or the steps out meanwhile: plan again
-                R.insert_step(tx, new_id("step"), search_id, counter, plan.parent_id, plan.kind, plan.pool,
+                step_id = new_id("step")
+                R.insert_step(tx, step_id, search_id, counter, plan.parent_id, plan.kind, plan.pool,
                               lease_until=now + self.lease_s)
+                made.add(step_id)
         raise RuntimeError(f"search {search_id}: could not plan a step (the tree kept changing)")
 
     # -- expand --------------------------------------------------------------------------------

@@ -134,6 +134,10 @@ class Brief(BaseModel):
     steps_used: int
     steps_left: int
     best: BestSummary | None = None
+    same_as_first: list[str] = Field(default_factory=list, description="in more_steps: the fields left out here "
+                                     "because they equal the top-level brief's (read them there)")
+    already_sent: bool = Field(default=False, description="this step's brief was handed out by an earlier call and "
+                               "is unchanged; next_step(resend=true) repeats it whole")
 
 
 class StepBrief(Brief):
@@ -141,7 +145,7 @@ class StepBrief(Brief):
 
     more_steps: list[Brief] = Field(
         default_factory=list, description="next_step(count>1): the briefs of the other steps handed out with "
-        "this one (each a full brief with its own step_id); empty for count=1")
+        "this one, each with its own step_id; fields equal to this brief's are left out (same_as_first)")
 
 
 class ExpandResult(BaseModel):

@@ -66,13 +66,16 @@ of the next_step that handed it out expires: expanding it then is an error; call
 NEXT_STEP_DOC = """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided
 by `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the `pool`
 of the best kernels of other branches), `rules` every kernel must respect, the task, instructions and steps_left.
-Calling it again before expand_node returns the same step. When the budget is spent, `done` is true and the brief
+Calling it again before expand_node returns the same step, as a stub naming its step_id (`already_sent`: you have its
+brief; `resend=true` repeats it whole). When the budget is spent, `done` is true and the brief
 names the best node. Cheap.
 `count` (1-8, default 1) is how many steps you work on at once, e.g. to write several kernels in parallel: the
 steps already handed out and not yet expanded come first, then new ones until `count` are out (never past the
-budget); the first brief fills the result's fields, the others are in `more_steps`. Steps handed out together are
+budget); the first brief fills the result's fields, the others are in `more_steps` without the fields they share
+with the first (named in each one's `same_as_first`: task, reference, instructions, rules...). Steps handed out together are
 spread over the tree (a step out counts as a visit of the node it grows until it is expanded). Each step must be
-expanded within 30 minutes of the last next_step that returned it, or it expires. Replay: the same seed and the
+expanded within the step lease (30 minutes unless the server sets ADAEXPLORE_STEP_LEASE_S) of the last next_step
+that returned it, or it expires. Replay: the same seed and the
 same sequence of calls (counts, and expansions in the same order with the same results) give the same tree."""
 
 EXPAND_NODES_DOC = """Answer several steps of one search in one call: `items` is a list of 1-8 {"step_id",
@@ -97,8 +100,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
 
-    def next_step(search_id: str, count: int = 1) -> StepBrief:
-        return get_app().search.next_step(search_id, count)
+    def next_step(search_id: str, count: int = 1, resend: bool = False) -> StepBrief:
+        return get_app().search.next_step(search_id, count, resend)
 
     mcp.tool(description=NEXT_STEP_DOC, annotations=IDEMPOTENT)(next_step)
 
