@@ -7,6 +7,9 @@ host lent call by call): copy the folder back and forth.
 
     python bench/campaign.py init  --dir D --problem KernelBench/level2/12_Gemm.py ... [--steps 16] [--in-flight 4]
     python bench/campaign.py round --dir D [--deadline-s 480]   # submit D/proposals/*, write D/briefs/*
+
+A round call serves every search at its own pace: it submits the proposals that are there, and hands out a
+search's next briefs once none of its steps waits for a proposal (searches need not move in lockstep).
     python bench/campaign.py reference --dir D --kernel NAME=PATH ...   # e.g. a paper's released kernels
     python bench/campaign.py table --dir D                        # the table, from D/records.jsonl alone
 
@@ -14,7 +17,7 @@ Folder layout:
     campaign.json             problems (sources unchanged), strategies, steps, steps in flight, seed, lease
     state.json                task ids and search ids, the round number
     home/                     ADAEXPLORE_HOME of the server (SQLite: tasks, trees, evaluations, memory)
-    briefs/<search>/round-<n>.json      the next_step response of that round (what the proposer reads)
+    briefs/<search>/round-<n>.json      the search's n-th next_step response (what the proposer reads)
     briefs/<search>/pending.json        the step ids waiting for a proposal, and each one's kind
     proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note"
     records.jsonl             one line per expanded step (and reference.jsonl per reference kernel)
@@ -141,12 +144,18 @@ async def run_round(args: argparse.Namespace) -> int:
         limiter = anyio.Semaphore(args.concurrency)
 
         async def one_search(key: str, search_id: str) -> None:
+            """Searches move at their own pace: a search's proposals are submitted when they are there, and
+            its next briefs are handed out once none of its steps waits for a proposal any more."""
             async with limiter:
                 if time.monotonic() > deadline:
                     say(f"{key}: deadline reached, left for the next round")
                     return
                 await submit(client, d, key, search_id, rnd, say)
                 if time.monotonic() > deadline:
+                    return
+                waiting = load(d / "briefs" / key / "pending.json", {"steps": {}})["steps"]
+                if waiting:
+                    say(f"{key}: {len(waiting)} steps still wait for proposals")
                     return
                 await hand_out(client, d, key, search_id, rnd, cfg["in_flight"], say)
 
@@ -192,7 +201,7 @@ def step_record(key: str, search_id: str, rnd: int, res: dict, info: dict, secon
     """What the table needs of one expanded step (and the item's error when it did not expand)."""
     problem, label = key.split("__", 1)
     rec: dict[str, Any] = {"search": key, "problem": problem, "strategy": label, "search_id": search_id,
-                           "round": rnd, "step_id": res["step_id"], "kind": info.get("kind"),
+                           "round": info.get("round"), "call": rnd, "step_id": res["step_id"], "kind": info.get("kind"),
                            "parent": info.get("parent"), "brief_chars": info.get("brief_chars"),
                            "ok": res["ok"], "seconds": round(seconds, 2)}
     if not res["ok"]:
@@ -224,14 +233,15 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
         say(f"{key}: done")
         save(folder / "pending.json", pending)
         return
-    save(folder / f"round-{rnd}.json", brief)
+    own_round = len(list(folder.glob("round-*.json"))) + 1  # this search's own round (searches move apart)
+    save(folder / f"round-{own_round}.json", brief)
     steps = [brief, *brief.get("more_steps", [])]
     size = len(json.dumps(brief))  # what the proposer reads; shared parts are said once, so each step's share
     for s in steps:
         if s.get("step_id") is None:
             continue
         pending["steps"][s["step_id"]] = {"kind": s.get("kind"), "parent": s.get("parent_node_id"),
-                                          "round": rnd, "brief_chars": round(size / len(steps))}
+                                          "round": own_round, "call": rnd, "brief_chars": round(size / len(steps))}
     pending["response_chars"] = size
     save(folder / "pending.json", pending)
     say(f"{key}: {len(steps)} briefs ({pending['response_chars']} chars), "
