@@ -19,7 +19,8 @@ Folder layout:
     home/                     ADAEXPLORE_HOME of the server (SQLite: tasks, trees, evaluations, memory)
     briefs/<search>/round-<n>.json      the search's n-th next_step response (what the proposer reads)
     briefs/<search>/pending.json        the step ids waiting for a proposal, and each one's kind
-    proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note"
+    proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note";
+                                        or <step_id>.py, the whole kernel, and <step_id>.note, one line
     records.jsonl             one line per expanded step (and reference.jsonl per reference kernel)
 
 Strategies: `adaexplore`, `iterative_refinement`, `parallel_sampling`, and `adaexplore_norules` (adaexplore
@@ -172,7 +173,7 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     pending = load(d / "briefs" / key / "pending.json", {"steps": {}})
     items, meta = [], {}
     for step_id, info in pending["steps"].items():
-        prop = load(d / "proposals" / key / f"{step_id}.json")
+        prop = read_proposal(d / "proposals" / key, step_id)
         if prop is None:
             continue
         item = {"step_id": step_id, "note": str(prop.get("note", ""))[:300]}
@@ -195,6 +196,18 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     save(d / "briefs" / key / "pending.json", pending)
     verdicts = [r["result"]["evaluation"]["verdict"] if r["ok"] else "error" for r in batch["results"]]
     say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
+
+
+def read_proposal(folder: Path, step_id: str) -> dict | None:
+    """A step's proposal: <step_id>.json ({kernel_source | edits, note}), or <step_id>.py (the whole kernel)
+    with an optional one-line <step_id>.note (easier to write by hand than source escaped in JSON)."""
+    if (folder / f"{step_id}.json").exists():
+        return load(folder / f"{step_id}.json")
+    if (folder / f"{step_id}.py").exists():
+        note = folder / f"{step_id}.note"
+        return {"kernel_source": (folder / f"{step_id}.py").read_text(),
+                "note": note.read_text().strip() if note.exists() else ""}
+    return None
 
 
 def step_record(key: str, search_id: str, rnd: int, res: dict, info: dict, seconds: float) -> dict:
