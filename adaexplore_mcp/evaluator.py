@@ -86,6 +86,15 @@ class KernelEvaluator:
         self.task_spec(task_id)
         return self.tasks.info(task_id)
 
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU the latest timed evaluation ran on (None before one): a search's first brief names the
+        device its kernels will be timed on, though the server process itself never touches the GPU."""
+        row = self.store.read_one("SELECT json_extract(result, '$.timing.gpu') AS gpu FROM evaluations"
+                                  " WHERE backend = 'cuda' AND json_extract(result, '$.timing.gpu') IS NOT NULL"
+                                  " ORDER BY created_at DESC LIMIT 1")
+        return row["gpu"] if row is not None else None
+
     def rules(self, task_id: str) -> list[RuleRef]:
         return self.memory.rules_for_brief(task_id=task_id)
 

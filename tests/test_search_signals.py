@@ -126,3 +126,23 @@ def test_a_crash_is_matched_to_the_rule_it_broke_by_its_words(tmp_path):
     assert matched and any("out-of-bounds" in r for r in matched)
     unrelated = replace(crash, signature="TypeError: widget frobnication", error_line="TypeError")
     assert memory.rules_like(unrelated) == []  # a masked tl.load in the offending line is no evidence
+
+
+def test_a_brief_names_the_gpu_of_the_latest_timed_evaluation(tmp_path):
+    from adaexplore_mcp.app import App
+    from adaexplore_mcp.config import Settings
+    from adaexplore_mcp.evaluator import record_evaluation
+    from adaexplore_mcp.models import Evaluation, Timing, TimingStats
+
+    app = App(Settings(home=tmp_path), judge=FakeJudge(backend="cuda"))
+    try:
+        assert app.evaluator.gpu_name is None
+        stats = TimingStats(median_ms=1.0, iqr_ms=0.0, min_ms=1.0, max_ms=1.0, reps=10)
+        ev = Evaluation(eval_id="ev1", task_id="t", verdict="passed", backend="cuda", speedup=1.0,
+                        timing=Timing(candidate=stats, reference=stats, gpu="NVIDIA H100 80GB HBM3",
+                                      method="cuda events"))
+        with app.store.write() as tx:
+            record_evaluation(tx, ev, "src")
+        assert app.evaluator.gpu_name == "NVIDIA H100 80GB HBM3"
+    finally:
+        app.close()

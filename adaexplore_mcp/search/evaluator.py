@@ -22,6 +22,11 @@ class Evaluator(Protocol):
         """Whether evaluations are timed (a GPU): the briefs say how kernels are scored."""
         ...
 
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU kernels are timed on, when known (None without a GPU or before the first timed evaluation)."""
+        ...
+
     def task_info(self, task_id: str) -> TaskInfo:
         """The task as a brief shows it; NotFound for an unknown id."""
         ...

@@ -104,6 +104,10 @@ class FakeEvaluator:
     def timing_available(self) -> bool:
         return self._timing
 
+    @property
+    def gpu_name(self) -> str | None:
+        return None
+
     def task_info(self, task_id: str) -> TaskInfo:
         info = self._tasks(task_id)
         if info is None:

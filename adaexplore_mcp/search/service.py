@@ -151,6 +151,7 @@ class SearchService:
         search = self._search(search_id)
         task, rules = self._task(search.task_id), self.evaluator.rules(search.task_id)  # outside any snapshot
         task_rules = self.evaluator.task_rule_ids(search.task_id)
+        gpu = self.gpu or (self.evaluator.gpu_name if self.timing_available else None)
         with self._lock, self.store.snapshot() as conn:
             search = self._search(search_id, conn)
             tree = self._tree(conn, search_id)
@@ -164,7 +165,7 @@ class SearchService:
                     row = None
                 reference = row[0] if row is not None else None
             return B.step_brief(search, step, shown.memory, shown.pool, nodes, task, rules, self.timing_available,
-                                self.gpu, V.best_summary(search_id, tree), reference, task_rules)
+                                gpu, V.best_summary(search_id, tree), reference, task_rules)
 
     def _hand_out(self, search_id: str, count: int, created: set[str] | None = None) -> tuple[list[StepRecord], set[str]]:
         """The pending steps to brief (at most `count`, oldest first), after making new ones while fewer than
