@@ -29,7 +29,7 @@ from mcp.server.mcpserver.exceptions import (
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from adaexplore_mcp.app import App
 from adaexplore_mcp.clients import CURRENT_CLIENT, client_key
@@ -38,6 +38,7 @@ from adaexplore_mcp.errors import (
     user_message,
 )
 from adaexplore_mcp.judge import WorkerStartError
+from adaexplore_mcp.surface.arguments import argument_error
 from adaexplore_mcp.surface.lean import lean_result
 from adaexplore_mcp.surface.schemas import compact_input_schema, compact_output_schema
 
@@ -175,6 +176,12 @@ class GuardedServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # Which session calls: copied into worker threads and jobs, read by the judge's fair pool.
         CURRENT_CLIENT.set(client_key(context))
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:  # wrong types: which argument, what was expected, an example (surface/arguments.py)
+            try:
+                tool.fn_metadata.validate_arguments(arguments or {})
+            except ValidationError as exc:
+                raise ToolError(shorten_quotes(argument_error(exc, tool.parameters), _strings(arguments))) from None
         try:
             result = await super().call_tool(name, arguments, context)
             return result if (arguments or {}).get("detail") is True else lean_tool_result(result)
