@@ -40,26 +40,31 @@ _TYPE_EXAMPLES = {"integer": 1, "number": 1.0, "boolean": True, "string": "...",
 def argument_error(exc: ValidationError, input_schema: dict[str, Any]) -> str:
     """The readable text of a failed argument validation (first MAX_LISTED errors)."""
     errors = exc.errors(include_url=False)
-    lines = [_one(error, input_schema) for error in errors[:MAX_LISTED]]
+    lines, shown = [], set()
+    for error in errors[:MAX_LISTED]:
+        name = str(error.get("loc", ("",))[0]) if error.get("loc") else ""
+        lines.append(_one(error, input_schema, example=name not in shown))
+        shown.add(name)
     if len(errors) > MAX_LISTED:
         lines.append(f"... and {len(errors) - MAX_LISTED} more")
     return "invalid arguments: " + "; ".join(lines)
 
 
-def _one(error: dict[str, Any], input_schema: dict[str, Any]) -> str:
+def _one(error: dict[str, Any], input_schema: dict[str, Any], example: bool = True) -> str:
+    """One error: the argument's path, what was expected and what came; an example once per argument."""
     loc = [part for part in error.get("loc", ()) if part != "__root__"]
     path = _path(loc)
     schema = _schema_at(input_schema, loc)
     expected = _expected(schema, input_schema)
     name = str(loc[0]) if loc else ""
-    example = _example(name, loc, schema)
+    sample = _example(name, loc, schema) if example else None
     if error.get("type") == "missing":
         told = f"{path} is required ({expected})"
     elif error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
         return f"{path} is not an argument of this tool"
     else:
         told = f"{path}: expected {expected}, got {quote(error.get('input'), 60)} ({_kind(error.get('input'))})"
-    return f"{told}; e.g. {name}={json.dumps(example)}" if example is not None else told
+    return f"{told}; e.g. {name}={json.dumps(sample)}" if sample is not None else told
 
 
 def _path(loc: list[Any]) -> str:

@@ -10,16 +10,14 @@ from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
-forward signature as the task's Model, built under the same seed) whose work is done by @triton.jit kernels. It
-runs in an isolated process: builds it, compares it with the reference on 5 fresh random input sets, checks
-integrity (inputs unchanged, output not aliasing an input, a Triton kernel of yours launched) and, on a GPU,
-times it against the reference with the L2 cache flushed. Cost: about 1-3 s warm on a GPU (first call and new
-kernels more); tens of seconds under the CPU interpreter. Returns `verdict` (passed, compile_error,
-runtime_error, mismatch, timeout, crashed, rejected) with an actionable detail (`error`: the error line and
-your offending line; `mismatch`: which output, trial, max error and where; `rejected`: which check),
-`speedup` vs the strict fp32 reference (null without a GPU), `speedups` (the same against every yardstick:
-eager, TF32, torch.compile, % of roofline), `precision` flags (computing below the task's precision), `rules`
-your failure falls under, and `warnings`."""
+forward signature as the task's Model) whose work is done by @triton.jit kernels. In an isolated process it is
+built, compared with the reference on 5 random input sets, checked for integrity and, on a GPU, timed against the
+reference. About 1-3 s warm on a GPU; seconds to minutes under the CPU interpreter. Returns `verdict` (passed,
+compile_error, runtime_error, mismatch, timeout, crashed, rejected) with its detail (`error`: the error line and
+your offending line; `mismatch`: which output, max error and where, and the tolerance; `rejected`: which check),
+`speedup` vs the strict fp32 reference (null without a GPU), `speedups` against every yardstick, `precision`,
+the `rules` your failure falls under and `warnings`. The judge's internals (timing blocks, stages, replay,
+sandbox) are left out: `detail=true` or the resource adaexplore://evaluations/{eval_id} has them."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
@@ -57,8 +55,9 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return TaskList(tasks=get_app().tasks.list(origin))
 
     async def evaluate_kernel(
-        task_id: str, kernel_source: str, timeout_s: float | None = None, ctx: Context | None = None
-    ) -> Evaluation:
+        task_id: str, kernel_source: str, timeout_s: float | None = None, detail: bool = False,
+        ctx: Context | None = None,
+    ) -> Evaluation:  # `detail` is read by GuardedServer.call_tool: the whole result, not the lean one
         return await run_blocking(ctx, get_app().evaluate_kernel, task_id, kernel_source, timeout_s)
 
     mcp.tool(description=EVALUATE_DOC, annotations=ADDITIVE)(evaluate_kernel)
