@@ -48,10 +48,8 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
 
     @mcp.tool(annotations=READ_ONLY)
     def list_tasks(origin: str | None = None) -> TaskList:
-        """List known tasks: the built-in library, your own and synthesized ones (filter with origin =
-        'builtin', 'user' or 'synthesized'). Each has task_id, name, description, degenerate, shapes when known.
-        Cheap. get_task(task_id) returns one task with its reference source (also the resource
-        adaexplore://tasks/{task_id}/reference)."""
+        """Known tasks: the built-in library, yours and synthesized ones (origin = 'builtin', 'user' or
+        'synthesized' filters). get_task(task_id) returns one with its reference source. Cheap."""
         return TaskList(tasks=get_app().tasks.list(origin))
 
     async def evaluate_kernel(

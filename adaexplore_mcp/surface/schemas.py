@@ -8,8 +8,8 @@ a compacted copy (`GuardedServer.list_tools`); results are still validated again
 The compacted schema describes a superset of what a tool returns, so a client that validates results against
 it still accepts them: nothing is added, `required` and `default` are dropped (lean results leave out empty
 fields), and judge internals that results leave out by default (`lean.INTERNAL_EVALUATION_FIELDS`) are not
-described. Shared definitions stay in `$defs`, once per schema; descriptions are kept on a result's own fields
-and on the definitions a model reads (e.g. what a verdict means), cut to their first sentence elsewhere.
+described. Shared definitions stay in `$defs`, once per schema, and a type is described in full by one tool
+only (HOMES); descriptions, cut to their first sentence, are kept on a result's own fields.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from adaexplore_mcp.surface.lean import INTERNAL_EVALUATION_FIELDS
 
 # Keys of a JSON schema object that hold schemas by name (property names are data, not keywords).
 _NAMED_SCHEMAS = ("properties", "$defs", "patternProperties")
-_DROPPED_KEYWORDS = ("title", "default", "required", "examples")
+_DROPPED_KEYWORDS = ("title", "default", "required", "examples", "minimum", "maximum", "exclusiveMinimum",
+                     "exclusiveMaximum")
 MAX_DESCRIPTION = 100  # a longer first sentence is cut at its first clause
 
 
@@ -30,23 +31,22 @@ MAX_DESCRIPTION = 100  # a longer first sentence is cut at its first clause
 # `$defs` of each schema, this is what keeps the list lean: the brief and the evaluation are described once.
 HOMES = {
     "Evaluation": "evaluate_kernel", "StepBrief": "next_step", "Brief": "next_step", "ExpandResult": "expand_node",
-    "RuleInfo": "add_rule", "TaskInfo": "list_tasks", "SearchTree": "get_search",
+    "RuleInfo": "add_rule", "TaskInfo": "get_task", "SearchTree": "get_search",
     "Job": "get_job",
 }
+# Types a model reads as a whole, not field by field: published as an object with one line.
+OPAQUE = {"SearchParams": "the search's tuning constants (UCB, rewards, sizes)"}
 
 
 def compact_output_schema(schema: dict[str, Any], tool: str = "") -> dict[str, Any]:
-    """The published output schema of `tool`: no titles, defaults or `required`, judge internals left out,
-    types whose home is another tool named, not repeated, unused definitions removed, nested descriptions
-    cut to their first sentence."""
+    """The published output schema of `tool`: no titles, defaults, bounds or `required`; judge internals left
+    out; a type whose home is another tool named, not repeated; descriptions (first sentence) only on the
+    result's own fields; unused definitions removed."""
     home = HOMES.get(schema.get("title", ""))
     if home is not None and home != tool:
         return {"type": "object", "description": f"as {home} returns it"}
     schema = copy.deepcopy(schema)
     defs = schema.get("$defs", {})
-    for name in list(defs):
-        if HOMES.get(name, tool) != tool:
-            defs[name] = {"type": "object", "description": f"as {HOMES[name]} returns it"}
     for model in (schema, defs.get("Evaluation")):
         if model is not None and {"verdict", "backend", "eval_id"} <= set(model.get("properties", {})):
             for name in INTERNAL_EVALUATION_FIELDS:
@@ -56,6 +56,15 @@ def compact_output_schema(schema: dict[str, Any], tool: str = "") -> dict[str, A
     _nullable_types(schema)
     _share_bases(schema)
     _field_descriptions(schema, full)
+    for model in schema.get("$defs", {}).values():
+        if "properties" in model and model.get("type") == "object":
+            del model["type"]  # implied by `properties`; only the root must say it (the MCP spec)
+    defs = schema.get("$defs", {})
+    for name in list(defs):
+        if HOMES.get(name, tool) != tool:
+            defs[name] = {"type": "object", "description": f"as {HOMES[name]} returns it"}
+        elif name in OPAQUE:
+            defs[name] = {"type": "object", "description": OPAQUE[name]}
     if defs:
         used = _referenced(schema)
         schema["$defs"] = {name: d for name, d in defs.items() if name in used}
@@ -83,6 +92,8 @@ def _strip(node: Any) -> None:
         return
     for key in (*_DROPPED_KEYWORDS, "description"):
         node.pop(key, None)
+    if node.get("additionalProperties") is False:
+        del node["additionalProperties"]  # results are checked against the model; a published schema only widens
     for key, value in node.items():
         if key in _NAMED_SCHEMAS and isinstance(value, dict):
             for child in value.values():

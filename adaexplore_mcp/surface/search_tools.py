@@ -144,10 +144,9 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def get_search(search_id: str, include_sources: bool = False, max_nodes: int = 100) -> SearchTree:
         """The tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
-        best-speedup curve over steps, and the search's constants. At most `max_nodes` nodes (the root, the best
-        node and its ancestors, then the newest); `omitted_nodes` counts the rest, and the resource
-        adaexplore://searches/{search_id}/tree holds them all. Kernel sources only with include_sources
-        (large: prefer the resource adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
+        best-speedup curve and the search's constants. At most `max_nodes` nodes (the root, the best path, then the
+        newest; the resource adaexplore://searches/{search_id}/tree has all). Kernel sources only with
+        include_sources (or adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
         if not 1 <= max_nodes <= 1000:
             raise UserError(f"max_nodes must be between 1 and 1000, got {max_nodes}")
         return trimmed(get_app().search.get_search(search_id, include_sources), max_nodes)
@@ -169,14 +168,12 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
 
     @mcp.tool(annotations=IDEMPOTENT)
     def export_kernel(search_id: str) -> ExportedKernel:
-        """Write the best kernel of a search as a standalone KernelBench-format file (the task's reference,
-        get_inputs, get_init_inputs and your ModelNew, with a header giving the speedup and GPU) and return its
-        path and text. Cheap."""
+        """Write the best kernel of a search as a standalone KernelBench file (the reference, get_inputs,
+        get_init_inputs and your ModelNew, with a header giving the speedup and GPU); returns its path and text."""
         return get_app().export_kernel(search_id)
 
     @mcp.tool(annotations=IDEMPOTENT)
     async def search_report(search_id: str, ctx: Context | None = None) -> SearchReport:
-        """Make a report of a search: an HTML page (plot of best speedup over steps, the tree with kind,
-        verdict and speedup per node) and the same as a PNG. Returns the file paths, the resource URI of the
-        HTML and a summary. About a second."""
+        """A report of a search: an HTML page (best speedup over steps, the tree with verdict and speedup per
+        node) and a PNG; returns their paths, the HTML's resource URI and a summary. About a second."""
         return await run_blocking(ctx, lambda progress: get_app().search_report(search_id))
