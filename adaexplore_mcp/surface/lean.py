@@ -42,13 +42,22 @@ def lean_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == "tolerance" and evaluation.get("verdict") != "mismatch":
             continue  # the tolerance explains a mismatch; elsewhere it is the same four numbers every time
-        if key not in _ALWAYS_KEPT and (value is None or value in ([], {}, "")):
+        if key not in _ALWAYS_KEPT and _empty(value):
             continue
-        lean[key] = value
+        lean[key] = {k: v for k, v in value.items() if not _empty(v)} if isinstance(value, dict) else value
     error = lean.get("error")
-    if isinstance(error, dict) and isinstance(error.get("excerpt"), str):
-        lean["error"] = {**error, "excerpt": scrub_excerpt(error["excerpt"])}
+    if isinstance(error, dict):
+        if isinstance(error.get("excerpt"), str):
+            error["excerpt"] = scrub_excerpt(error["excerpt"])
+        if (error.get("root_exception"), error.get("root_message")) == (error.get("exception"), error.get("message")):
+            error.pop("root_exception", None)  # the root is the error itself: said once
+            error.pop("root_message", None)
     return lean
+
+
+def _empty(value: Any) -> bool:
+    """None, or an empty text, list or object: a field with nothing to say (false and 0 say something)."""
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
 
 
 def lean_result(value: Any) -> Any:

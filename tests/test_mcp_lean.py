@@ -1,0 +1,133 @@
+"""Issue 41 at the surface: results sized for a model, `next` as a count, excerpts without server paths.
+
+The result sizes are measured on the real judge under the CPU interpreter (one evaluation per verdict, each
+well under a second warm); `next` runs on a FakeJudge, which evaluates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from adaexplore_mcp.app import App
+from adaexplore_mcp.config import Settings
+from adaexplore_mcp.search.fake_judge import FakeJudge
+from adaexplore_mcp.server import build_server
+from adaexplore_mcp.surface.lean import INTERNAL_EVALUATION_FIELDS, scrub_excerpt
+from tests.tiny import SCALE_KERNEL, SCALE_TASK
+
+# What a model pays per evaluation by default (characters of the result's text); the full one was ~1.5-2.5k.
+LEAN_LIMITS = {"passed": 400, "compile_error": 1200, "runtime_error": 650, "mismatch": 750}
+BROKEN = {
+    "passed": SCALE_KERNEL,
+    "compile_error": SCALE_KERNEL.replace("x * scale + 1.0", "x * scale + undefined_name"),
+    "runtime_error": SCALE_KERNEL.replace("out = torch.empty_like(x)",
+                                          "out = torch.empty_like(x)\n        raise RuntimeError('boom')"),
+    "mismatch": SCALE_KERNEL.replace("+ 1.0, mask", "+ 2.0, mask"),
+}
+
+
+def run(app: App, scenario) -> Any:
+    async def main():
+        async with Client(build_server(app=app), read_timeout_seconds=300) as client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+async def call(client: Client, tool: str, **args: Any) -> tuple[dict[str, Any], str]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content, result.content[0].text
+
+
+@pytest.fixture(scope="module")
+def cpu_app(tmp_path_factory: pytest.TempPathFactory):
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+    yield app
+    app.close()
+
+
+def test_an_evaluation_result_carries_what_a_model_acts_on_and_detail_gives_the_rest(cpu_app: App) -> None:
+    async def scenario(client: Client):
+        task_id = (await call(client, "create_task", name="scale", reference_source=SCALE_TASK))[0]["task_id"]
+        sizes, results = {}, {}
+        for verdict, source in BROKEN.items():
+            result, text = await call(client, "evaluate_kernel", task_id=task_id, kernel_source=source)
+            assert result["verdict"] == verdict
+            assert json.loads(text) == result  # the text a client shows is the same result, compact
+            sizes[verdict], results[verdict] = len(text), result
+        full, full_text = await call(client, "evaluate_kernel", task_id=task_id, kernel_source=SCALE_KERNEL,
+                                     detail=True)
+        stored = await client.read_resource(f"adaexplore://evaluations/{results['passed']['eval_id']}")
+        return sizes, results, full, len(full_text), json.loads(stored.contents[0].text)
+
+    sizes, results, full, full_size, stored = run(cpu_app, scenario)
+    for verdict, size in sizes.items():
+        assert size <= LEAN_LIMITS[verdict], (verdict, size, results[verdict])
+    for result in results.values():
+        assert not set(INTERNAL_EVALUATION_FIELDS) & set(result)
+        assert "speedup" in result and "precision" in result
+    assert results["compile_error"]["rules"] and results["compile_error"]["error"]["source_line"]
+    assert results["mismatch"]["mismatch"]["worst_index"] and results["mismatch"]["tolerance"]["atol"]
+    assert "tolerance" not in results["passed"]
+    assert full["stages_ms"] and full["sandbox"] and full_size > 2 * sizes["passed"]  # detail=true: everything
+    assert stored["stages_ms"] and stored["verdict"] == "passed"  # and the resource holds it all
+
+
+def test_an_excerpt_keeps_the_candidates_and_tritons_frames_and_drops_the_servers() -> None:
+    excerpt = "\n".join([
+        '  File "/work/main/adaexplore_mcp/judge/runner.py", line 210, in run_trials',
+        "    out = model(*inputs)",
+        '  File "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1739, in _wrapped_call_impl',
+        "    return self._call_impl(*args, **kwargs)",
+        '  File "candidate.py", line 25, in forward',
+        "    scale_kernel[(triton.cdiv(n, 128),)](x, out, n, self.scale, BLOCK=128)",
+        '  File "/work/venv/lib/python3.11/site-packages/triton/runtime/interpreter.py", line 1100, in __call__',
+        "    return self.fn(*args, **kwargs)",
+        "NameError: name 'undefined_name' is not defined",
+    ])
+    scrubbed = scrub_excerpt(excerpt)
+    assert "/work" not in scrubbed and "/usr" not in scrubbed and "adaexplore_mcp" not in scrubbed
+    assert 'File "candidate.py", line 25, in forward' in scrubbed and "scale_kernel[" in scrubbed
+    assert 'File "triton/runtime/interpreter.py", line 1100' in scrubbed
+    assert "out = model(*inputs)" not in scrubbed and scrubbed.startswith("  (2 frames of the judge left out)")
+    assert scrubbed.endswith("NameError: name 'undefined_name' is not defined")
+
+
+@pytest.fixture()
+def fake_app(tmp_path: Path):
+    app = App(Settings(home=tmp_path / "home", device="cpu"), judge=FakeJudge())
+    yield app
+    app.close()
+
+
+def test_next_is_a_count_of_briefs_on_expand_node_and_expand_nodes(fake_app: App) -> None:
+    async def scenario(client: Client):
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=10))[0]["search_id"]
+        brief = (await call(client, "next_step", search_id=sid))[0]
+        one, _ = await call(client, "expand_node", search_id=sid, step_id=brief["step_id"],
+                            kernel_source="class ModelNew: pass  # fake: verdict=passed", next=True)
+        two, _ = await call(client, "expand_node", search_id=sid, step_id=one["next_step"]["step_id"],
+                            kernel_source="class ModelNew: pass  # 2", next=2)
+        steps = [two["next_step"]["step_id"], *(b["step_id"] for b in two["next_step"]["more_steps"])]
+        batch, _ = await call(client, "expand_nodes", search_id=sid, next=3, items=[
+            {"step_id": s, "kernel_source": f"class ModelNew: pass  # {i + 3}"} for i, s in enumerate(steps)])
+        none, _ = await call(client, "expand_node", search_id=sid, step_id=batch["next_step"]["step_id"],
+                             kernel_source="class ModelNew: pass  # 9", next=0)
+        bad = await client.call_tool("expand_node", {"search_id": sid, "step_id": "step_x",
+                                                     "kernel_source": "x", "next": 9})
+        return one, two, steps, batch, none, bad.content[0].text
+
+    one, two, steps, batch, none, bad = run(fake_app, scenario)
+    assert one["next_step"]["more_steps"] == []  # true is 1
+    assert len(steps) == 2 and len(set(steps)) == 2  # next=2: two briefs
+    assert [r["ok"] for r in batch["results"]] == [True, True]
+    assert 1 + len(batch["next_step"]["more_steps"]) == 3
+    assert "next_step" not in none or none["next_step"] is None
+    assert "next must be a whole number of briefs from 0 to 8" in bad
