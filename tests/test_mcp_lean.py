@@ -131,3 +131,14 @@ def test_next_is_a_count_of_briefs_on_expand_node_and_expand_nodes(fake_app: App
     assert 1 + len(batch["next_step"]["more_steps"]) == 3
     assert "next_step" not in none or none["next_step"] is None
     assert "next must be a whole number of briefs from 0 to 8" in bad
+
+
+def test_a_timeout_under_the_cpu_interpreter_names_the_interpreter_and_small_shapes() -> None:
+    from adaexplore_mcp.surface.lean import lean_evaluation
+
+    timeout = {"eval_id": "ev_1", "verdict": "timeout", "backend": "cpu-interpreter", "shapes": "full",
+               "speedup": None, "warnings": []}
+    note = lean_evaluation(timeout)["warnings"][-1]
+    assert "CPU interpreter" in note and "TRITON_INTERPRET=1" in note and "small_shapes" in note
+    assert "already runs at its small_shapes" in lean_evaluation({**timeout, "shapes": "small"})["warnings"][-1]
+    assert "warnings" not in lean_evaluation({**timeout, "backend": "cuda"})

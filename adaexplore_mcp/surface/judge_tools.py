@@ -30,12 +30,12 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         ctx: Context | None = None,
     ) -> CreateTaskResult:
         """Register a PyTorch reference to optimize, in KernelBench format: top-level `class Model(nn.Module)`,
-        `get_inputs()` and `get_init_inputs()` (KernelBench problem files work unchanged). The server runs it
-        on several random seeds in a worker (a few seconds) and flags a degenerate task (one a constant output
-        would pass). `small_shapes` optionally overrides top-level integer constants (e.g. {"batch_size": 8})
-        for runs under the CPU interpreter. Returns `task_id` (for evaluate_kernel and start_search),
-        `degenerate` and `warnings`. The same name, source and small_shapes again returns the same task_id; the
-        same name with another source or other small_shapes registers a distinct task (its id is in the result)."""
+        `get_inputs()` and `get_init_inputs()` (KernelBench problem files work unchanged). The server runs it on
+        several seeds in a worker and flags a degenerate task (one a constant output would pass). `small_shapes`
+        overrides top-level integer constants (e.g. {"batch_size": 8}) for the CPU interpreter; without a GPU, a
+        task too large for it is registered at small_shapes the server checked, and `warnings` says so. Returns
+        `task_id`, `degenerate`, `small_shapes` and `warnings`. The same name, source and small_shapes return the
+        same task_id; another source or other small_shapes make a task of their own."""
         app = get_app()
         info, created = await run_blocking(
             ctx, lambda progress: app.create_task(name, reference_source, small_shapes, description)
@@ -43,7 +43,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return CreateTaskResult(
             task_id=info.task_id, created=created, degenerate=info.degenerate, warnings=info.warnings,
             inputs=info.inputs, outputs=info.outputs, reference_uri=f"adaexplore://tasks/{info.task_id}/reference",
-            backend=app.judge.backend,
+            backend=app.judge.backend, small_shapes=info.small_shapes,
         )
 
     @mcp.tool(annotations=READ_ONLY)

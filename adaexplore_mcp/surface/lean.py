@@ -45,6 +45,8 @@ def lean_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
         if key not in _ALWAYS_KEPT and _empty(value):
             continue
         lean[key] = {k: v for k, v in value.items() if not _empty(v)} if isinstance(value, dict) else value
+    if lean.get("verdict") == "timeout" and lean.get("backend") == "cpu-interpreter":
+        lean["warnings"] = [*lean.get("warnings", []), cpu_timeout_note(lean.get("shapes"))]
     error = lean.get("error")
     if isinstance(error, dict):
         if isinstance(error.get("excerpt"), str):
@@ -53,6 +55,15 @@ def lean_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
             error.pop("root_exception", None)  # the root is the error itself: said once
             error.pop("root_message", None)
     return lean
+
+
+def cpu_timeout_note(shapes: Any) -> str:
+    """Why a kernel may time out without a GPU, and what to do: the interpreter, and small_shapes."""
+    where = ("this task runs at its full size: create_task again with small_shapes (e.g. {\"batch_size\": 8}; "
+             "create_task proposes them for large tasks) makes every run smaller" if shapes == "full" else
+             "this task already runs at its small_shapes: smaller ones, or fewer loop iterations, help")
+    return ("timed out under Triton's CPU interpreter (TRITON_INTERPRET=1: no GPU here, every kernel program runs "
+            f"as Python, thousands of times slower): an endless loop is one cause, the size another; {where}")
 
 
 def _empty(value: Any) -> bool:
