@@ -142,3 +142,74 @@ def test_a_timeout_under_the_cpu_interpreter_names_the_interpreter_and_small_sha
     assert "CPU interpreter" in note and "TRITON_INTERPRET=1" in note and "small_shapes" in note
     assert "already runs at its small_shapes" in lean_evaluation({**timeout, "shapes": "small"})["warnings"][-1]
     assert "warnings" not in lean_evaluation({**timeout, "backend": "cuda"})
+
+
+def test_the_prompt_teaches_one_call_per_step_each_verdict_and_when_to_stop() -> None:
+    from adaexplore_mcp import prompts
+    from adaexplore_mcp.prompts import optimize_module
+    from adaexplore_mcp.search.types import MAX_BUDGET
+
+    text = optimize_module("", 30)
+    assert "budget=30" in text and "next=1" in text and "no separate next_step" in text
+    assert "next_step(search_id, count=k)" in text and "expand_nodes(" in text and "next=k" in text
+    for verdict in ("passed", "compile_error", "runtime_error", "mismatch", "timeout", "crashed", "rejected"):
+        assert verdict in text
+    assert "Stop when a result says `done`" in text and "small_shapes" in text
+    assert prompts.MAX_BUDGET is MAX_BUDGET  # one limit, the one start_search checks
+
+
+def test_a_scripted_proposer_following_the_prompt_makes_one_call_per_step(fake_app: App) -> None:
+    """The prompt's loop: next_step once, then expand_node(next=1) until done; or next_step(count=2) once and
+    expand_nodes(next=2) per round. Also the brief sizes a model reads (single and two at once)."""
+    async def scenario(client: Client):
+        calls = 0
+
+        async def tool(name: str, **args: Any) -> tuple[dict[str, Any], str]:
+            nonlocal calls
+            calls += 1
+            return await call(client, name, **args)
+
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=8))[0]["search_id"]
+        brief, single = await tool("next_step", search_id=sid)
+        steps = 0
+        while not brief["done"]:
+            result, _ = await tool("expand_node", search_id=sid, step_id=brief["step_id"], next=1,
+                                   kernel_source=f"class ModelNew: pass  # {steps}")
+            steps += 1
+            if result["done"]:
+                break
+            brief = result["next_step"]
+        one = calls / steps
+        calls, steps = 0, 0
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=8))[0]["search_id"]
+        brief, double = await tool("next_step", search_id=sid, count=2)
+        while not brief["done"]:
+            ids = [brief["step_id"], *(b["step_id"] for b in brief["more_steps"])]
+            batch, _ = await tool("expand_nodes", search_id=sid, next=2, items=[
+                {"step_id": s, "kernel_source": f"class ModelNew: pass  # b{steps + i}"} for i, s in enumerate(ids)])
+            steps += len(ids)
+            if not batch.get("next_step") or batch["next_step"]["done"]:
+                break
+            brief = batch["next_step"]
+        return one, calls / steps, len(single), len(double)
+
+    one, two, single, double = run(fake_app, scenario)
+    assert one == 9 / 8 and two == 5 / 8  # the first next_step, then one call per step (per two steps)
+    assert single < 6_000 and double < 12_000  # briefs a model reads (bench/first_contact.py records them)
+
+
+def test_failure_clusters_says_why_it_is_empty(fake_app: App) -> None:
+    async def scenario(client: Client):
+        empty, _ = await call(client, "failure_clusters")
+        sid = (await call(client, "start_search", task_id="scaled_softmax", budget=2))[0]["search_id"]
+        brief, _ = await call(client, "next_step", search_id=sid)
+        await call(client, "expand_node", search_id=sid, step_id=brief["step_id"],
+                   kernel_source="class ModelNew: pass  # fake: verdict=compile_error")
+        unripe, _ = await call(client, "failure_clusters")
+        every, _ = await call(client, "failure_clusters", ripe_only=False)
+        return empty, unripe, every
+
+    empty, unripe, every = run(fake_app, scenario)
+    assert empty["clusters"] == [] and "no failures recorded yet" in empty["note"]
+    assert unripe["clusters"] == [] and "1 unripe cluster" in unripe["note"] and "ripe_only=false" in unripe["note"]
+    assert len(every["clusters"]) == 1 and every.get("note") is None
