@@ -98,6 +98,15 @@ def test_an_excerpt_keeps_the_candidates_and_tritons_frames_and_drops_the_server
     assert 'File "triton/runtime/interpreter.py", line 1100' in scrubbed
     assert "out = model(*inputs)" not in scrubbed and scrubbed.startswith("  (2 frames of the judge left out)")
     assert scrubbed.endswith("NameError: name 'undefined_name' is not defined")
+    # a crash: the worker's faulthandler dump, cut by the judge inside the candidate's path
+    dump = "\n".join([
+        '890286977e5.py", line 25 in forward',
+        '  File "/work/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1789 in _call_impl',
+        '  File "/work/main/adaexplore_mcp/judge/zygote.py", line 351 in <module>',
+        '  File "<frozen runpy>", line 88 in _run_code', "",
+        "Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)",
+    ])
+    assert scrub_excerpt(dump) == '  (3 frames of the judge left out)\n  File "...890286977e5.py", line 25 in forward'
 
 
 @pytest.fixture()

@@ -25,7 +25,9 @@ INTERNAL_EVALUATION_FIELDS = (
 _ALWAYS_KEPT = ("verdict", "speedup")
 EVALUATION_RESOURCE = "adaexplore://evaluations/{eval_id}"
 
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+')
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+')  # a traceback's frame, or a faulthandler dump's
+_CUT_FRAME = re.compile(r'^(?P<tail>[^\s"]+)(?P<rest>", line \d+.*)$')  # a frame whose path the excerpt cut
+_NOISE = ("Extension modules:",)  # faulthandler's list of loaded C extensions: nothing about the kernel
 _TRITON_PATH = re.compile(r'File "[^"]*?/(?P<tail>triton/[^"]*)"')
 
 
@@ -88,6 +90,11 @@ def scrub_excerpt(excerpt: str) -> str:
     dropped = 0
     skip_code = False
     for line in excerpt.splitlines():
+        if line.startswith(_NOISE):
+            continue
+        cut = _CUT_FRAME.match(line)
+        if cut and not out:  # the excerpt began inside a path: show that it was cut, not a bare fragment
+            line = f'  File "...{cut.group("tail")}{cut.group("rest")}'
         frame = _FRAME.match(line)
         if frame:
             path = frame.group("path")
@@ -104,11 +111,13 @@ def scrub_excerpt(excerpt: str) -> str:
         out.append(line)
     if dropped:
         out.insert(0, f"  ({dropped} frame{'s' if dropped > 1 else ''} of the judge left out)")
-    return "\n".join(out)
+    return "\n".join(out).rstrip()
 
 
 def _is_server_path(path: str) -> bool:
     """A frame outside the candidate and Triton: the server's code, the standard library, other packages."""
+    if path.startswith(("<frozen", "...")):
+        return path.startswith("<frozen")  # Python's own start-up frames; a path the excerpt cut stays
     if not path.startswith("/") and "/" not in path:
         return False  # candidate.py, <string>, a kernel's own file name
     return "/triton/" not in path
