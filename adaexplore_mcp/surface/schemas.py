@@ -23,7 +23,7 @@ from adaexplore_mcp.surface.lean import INTERNAL_EVALUATION_FIELDS
 _NAMED_SCHEMAS = ("properties", "$defs", "patternProperties")
 _DROPPED_KEYWORDS = ("title", "default", "required", "examples", "minimum", "maximum", "exclusiveMinimum",
                      "exclusiveMaximum")
-MAX_DESCRIPTION = 100  # a longer first sentence is cut at its first clause
+MAX_DESCRIPTION = 70  # a longer first sentence is cut at its first clause
 
 
 # Each result type is described in full by one tool, its home; another tool that returns one names the home
