@@ -23,8 +23,9 @@ and shows you the validity rules learned from earlier failures. You write kernel
 the forward inputs and `get_init_inputs()` returning the constructor arguments, with sizes as top-level integer \
 constants (`batch_size = 128`). Call `create_task(name, reference_source)` and keep the task_id. Without a GPU kernels \
 run under Triton's CPU interpreter, which is slow: pass `small_shapes` (e.g. {{"batch_size": 8}}) to shrink those \
-constants, or read `create_task`'s warnings, which propose small_shapes when the inputs are too large. If the result \
-says `degenerate`, fix the inputs: a constant output would pass the task.
+constants; a task too large for the CPU is registered at small_shapes the server checked, and `warnings` says so \
+(or proposes small_shapes to pass). If the result says `degenerate`, fix the inputs: a constant output would pass \
+the task.
 
 2. Search: one call per step. Call `start_search(task_id, budget={budget})`, then `next_step(search_id)` once for the \
 first brief. Then, for every step:

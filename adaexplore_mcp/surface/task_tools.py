@@ -38,7 +38,7 @@ def task_detail(app, task_id: str) -> TaskDetail:
 def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def get_task(task_id: str) -> TaskDetail:
-        """One task with its PyTorch reference source, to read before writing a kernel (ModelNew must match
-        its constructor, parameters and forward), its shapes (`inputs`/`outputs` at GPU size), `small_shapes` and
-        `evaluated_shapes`: the shapes this server's judge actually runs. Cheap: nothing is run."""
+        """One task with its PyTorch reference (`reference_source`), to read before writing a kernel (ModelNew
+        must match its constructor, parameters and forward), its shapes (`inputs`/`outputs` at GPU size),
+        `small_shapes` and `evaluated_shapes`: the shapes this server's judge actually runs. Cheap: nothing is run."""
         return task_detail(get_app(), task_id)
