@@ -11,18 +11,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from adaexplore_mcp.tasks.shape_advice import ShapeSuggestion, _count, suggest_small_shapes
+from adaexplore_mcp.tasks.shape_advice import ShapeSuggestion, _count, interpreter_duration, suggest_small_shapes
 
 # Above this many input elements (64 MB of float32) create_task does not run the reference at full size on the
 # CPU at all: KernelBench level-2 problems at 100M+ elements ran 17-99 s and ended in a memory kill (issue 41).
 CPU_FULL_SIZE_ELEMENTS = 1 << 24
 # The reference's outputs, intermediates and the probe's copies, as a multiple of its inputs' bytes.
 MEMORY_PER_INPUT_BYTE = 8
-# Measured 2026-12-07 on a 2-core machine (bench/results/2026-12-07-first-contact): an elementwise kernel in
-# 128-wide blocks took 136 s for one evaluation at 1,048,576 input elements (5 trials of ~26 s), 1.4 s at 16k.
-# A lower bound for real kernels (loops over channels or K take many times longer).
-INTERPRETER_ELEMENTS_PER_S = 40_000
-CALLS_PER_EVALUATION = 5
 
 
 @dataclass(frozen=True)
@@ -35,13 +30,13 @@ class CpuSizeCheck:
 
     def estimate(self) -> str:
         """The full size's cost in words: input elements and bytes, memory, interpreter time."""
-        seconds = self.suggestion.full_elements * CALLS_PER_EVALUATION / INTERPRETER_ELEMENTS_PER_S
         text = (f"at full size its inputs are about {_count(self.suggestion.full_elements)} elements "
                 f"({_megabytes(self.input_bytes)} as float32; the reference's outputs and intermediates take "
                 f"several times that)")
         if self.memory_limit:
             text += f", against {_megabytes(self.memory_limit)} of host memory for one run"
-        return text + f", and one evaluation under the CPU interpreter would take {_duration(seconds)} or more"
+        return text + (f", and one evaluation under the CPU interpreter would take "
+                       f"{interpreter_duration(self.suggestion.full_elements)} or more")
 
 
 def cpu_size_check(source: str, memory_limit: int | None) -> CpuSizeCheck | None:
@@ -69,11 +64,3 @@ def registered_small_warning(check: CpuSizeCheck) -> str:
 
 def _megabytes(n: int) -> str:
     return f"{n / (1 << 30):.1f} GB" if n >= 1 << 30 else f"{max(1, round(n / (1 << 20)))} MB"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"about {round(seconds / 60)} minutes"
-    return f"about {round(seconds / 3600)} hours" if seconds < 172800 else f"about {round(seconds / 86400)} days"
