@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from jsonschema.validators import validator_for
 from mcp import Client
 
 from adaexplore_mcp.app import App
@@ -241,6 +242,10 @@ def test_the_tool_list_is_lean_and_its_output_schemas_still_accept_the_results(a
     wire = listed.model_dump_json(by_alias=True, exclude_none=True)
     assert len(wire.encode()) < TOOLS_LIST_LIMIT, len(wire)
     tools = {t.name: t for t in listed.tools}
+    for tool in listed.tools:  # still valid JSON Schema, as a validating client compiles them
+        for schema in (tool.input_schema, tool.output_schema):
+            validator_for(schema).check_schema(schema)
+        assert tool.output_schema["type"] == "object", tool.name  # the MCP spec: an object at the root
     expand = tools["expand_node"].output_schema
     assert expand["$defs"]["Evaluation"] == {"type": "object", "description": "as evaluate_kernel returns it"}
     assert "title" not in wire and '"stages_ms"' not in wire and "errors.pydantic.dev" not in wire
