@@ -34,6 +34,8 @@ HOMES = {
     "RuleInfo": "add_rule", "TaskInfo": "get_task", "SearchTree": "get_search",
     "Job": "get_job",
 }
+# Where "as <home> returns it" would not be exact.
+HOME_NOTES = {"TaskInfo": "a task, as get_task returns it less the reference source"}
 # Types a model reads as a whole, not field by field: published as an object with one line.
 OPAQUE = {"SearchParams": "the search's tuning constants (UCB, rewards, sizes)"}
 
@@ -44,7 +46,7 @@ def compact_output_schema(schema: dict[str, Any], tool: str = "") -> dict[str, A
     result's own fields; unused definitions removed."""
     home = HOMES.get(schema.get("title", ""))
     if home is not None and home != tool:
-        return {"type": "object", "description": f"as {home} returns it"}
+        return _named(schema["title"])
     schema = copy.deepcopy(schema)
     defs = schema.get("$defs", {})
     for model in (schema, defs.get("Evaluation")):
@@ -62,7 +64,7 @@ def compact_output_schema(schema: dict[str, Any], tool: str = "") -> dict[str, A
     defs = schema.get("$defs", {})
     for name in list(defs):
         if HOMES.get(name, tool) != tool:
-            defs[name] = {"type": "object", "description": f"as {HOMES[name]} returns it"}
+            defs[name] = _named(name)
         elif name in OPAQUE:
             defs[name] = {"type": "object", "description": OPAQUE[name]}
     if defs:
@@ -71,6 +73,11 @@ def compact_output_schema(schema: dict[str, Any], tool: str = "") -> dict[str, A
         if not schema["$defs"]:
             del schema["$defs"]
     return schema
+
+
+def _named(model: str) -> dict[str, Any]:
+    """A type described at its home tool, referred to by it."""
+    return {"type": "object", "description": HOME_NOTES.get(model, f"as {HOMES[model]} returns it")}
 
 
 def compact_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
