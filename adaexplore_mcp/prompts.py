@@ -15,9 +15,9 @@ from adaexplore_mcp.search.types import MAX_BUDGET  # defined once: start_search
 
 _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
-_LOOP = """You are optimizing a PyTorch module by writing Triton kernels. The adaexplore-mcp server is the judge and the \
-search: it checks and times every kernel you write, keeps a tree of candidates, decides which one to grow next and how, \
-and shows you the validity rules learned from earlier failures. You write kernels; the server decides.
+_LOOP = """You are optimizing a PyTorch module with Triton kernels. The adaexplore-mcp server judges and times every \
+kernel you write, keeps a tree of candidates, decides which to grow next and how, and shows the validity rules learned \
+from earlier failures. You write kernels; the server decides.
 
 1. Task. Put the user's module in KernelBench format: a top-level `class Model(nn.Module)`, `get_inputs()` returning \
 the forward inputs and `get_init_inputs()` returning the constructor arguments, with sizes as top-level integer \
@@ -29,8 +29,8 @@ the task.
 
 2. Search: one call per step. Call `start_search(task_id, budget={budget})`, then `next_step(search_id)` once for the \
 first brief. Then, for every step:
-- Read the brief: `kind`, `parent_kernel`, the `rules` most relevant to this step, `evaluated_shapes`, `steps_left`. \
-The first brief carries `reference_source`; later `get_task(task_id)` returns it.
+- Read the brief: `kind`, `parent_kernel`, the `rules` for this step, `evaluated_shapes`, `steps_left`. The first \
+brief carries `reference_source` (later: `get_task(task_id)`).
 - Small step: one focused change to the parent kernel (fix its error, or one optimization); read `working_memory` \
 (the recent chain with each kernel's verdict, error and speedup) and do not repeat what failed. Answer with `edits`, \
 a list of {{"old", "new"}} exact replacements (each `old` must occur exactly once in the parent kernel).
@@ -39,17 +39,16 @@ different idea (tiling, fusion, data layout), not a copy.
 - Submit with `expand_node(search_id, step_id, edits=[...] or kernel_source=..., note="one line", next=1)`. The \
 result has the verdict, speedup, is_new_best, steps_left and, in `next_step`, the next brief: no separate next_step \
 call.
-- Several kernels at once: `next_step(search_id, count=k)` once (the first brief plus `more_steps`), then each round \
-`expand_nodes(search_id, items=[{{"step_id", "edits" or "kernel_source", "note"}}, ...], next=k)`, which returns \
-the k results and the next k briefs.
+- Several kernels at once: `next_step(search_id, count=k)` once (a brief plus `more_steps`), then each round \
+`expand_nodes(search_id, items=[{{"step_id", "edits" or "kernel_source", "note"}}, ...], next=k)`: k results and \
+the next k briefs.
 
-3. Each verdict. passed: the speedup is in `speedup`/`speedups` (null on the CPU); keep going, the next brief \
-says what to grow. compile_error / runtime_error: `error` has the message and your offending line; fix that line and \
+3. Each verdict. passed: see `speedup`/`speedups` (null on the CPU) and keep going. compile_error / runtime_error: `error` has the message and your offending line; fix that line and \
 follow the `rules` it names. mismatch: `mismatch` names the output, the worst index and the error against \
 `tolerance`; check indexing, masks, strides and accumulation in float32. timeout: an endless loop or far too much \
 work (on the CPU, smaller small_shapes). crashed: usually an out-of-bounds access; mask loads and stores. rejected: \
 the named check failed (do the work in your Triton kernels, leave inputs unchanged, return new tensors). A failure \
-stays in the tree and a small step from it is a repair: never stop because one kernel failed.
+stays in the tree and a small step from it is a repair: never stop because one failed.
 
 4. Stop when a result says `done` (or `steps_left` is 0), or when the user asks. Then `best_kernel(search_id)` \
 gives the best correct kernel, `export_kernel(search_id)` a standalone KernelBench file and \
