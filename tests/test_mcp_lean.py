@@ -18,7 +18,7 @@ from adaexplore_mcp.app import App
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.search.fake_judge import FakeJudge
 from adaexplore_mcp.server import build_server
-from adaexplore_mcp.surface.lean import INTERNAL_EVALUATION_FIELDS, scrub_excerpt
+from adaexplore_mcp.surface.lean import INTERNAL_EVALUATION_FIELDS, scrub_excerpt, scrub_paths
 from tests.tiny import SCALE_KERNEL, SCALE_TASK
 
 # What a model pays per evaluation by default (characters of the result's text); the full one was ~1.5-2.5k.
@@ -98,6 +98,9 @@ def test_an_excerpt_keeps_the_candidates_and_tritons_frames_and_drops_the_server
     assert 'File "triton/runtime/interpreter.py", line 1100' in scrubbed
     assert "out = model(*inputs)" not in scrubbed and scrubbed.startswith("  (2 frames of the judge left out)")
     assert scrubbed.endswith("NameError: name 'undefined_name' is not defined")
+    said = scrub_paths("No module named 'x' (in /work/main/adaexplore_mcp/judge/runner.py, from "
+                       "/work/venv/lib/python3.11/site-packages/triton/language/core.py)")
+    assert said == "No module named 'x' (in runner.py, from triton/language/core.py)"
     # a crash: the worker's faulthandler dump, cut by the judge inside the candidate's path
     dump = "\n".join([
         '890286977e5.py", line 25 in forward',

@@ -27,7 +27,8 @@ EVALUATION_RESOURCE = "adaexplore://evaluations/{eval_id}"
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line \d+')  # a traceback's frame, or a faulthandler dump's
 _CUT_FRAME = re.compile(r'^(?P<tail>[^\s"]+)(?P<rest>", line \d+.*)$')  # a frame whose path the excerpt cut
-_NOISE = ("Extension modules:",)  # faulthandler's list of loaded C extensions: nothing about the kernel
+_NOISE = ("Extension modules:",)
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)+(?P<name>[\w.+-]+\.py)\b")  # /.../file.py in a message  # faulthandler's list of loaded C extensions: nothing about the kernel
 _TRITON_PATH = re.compile(r'File "[^"]*?/(?P<tail>triton/[^"]*)"')
 
 
@@ -53,6 +54,9 @@ def lean_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
     if isinstance(error, dict):
         if isinstance(error.get("excerpt"), str):
             error["excerpt"] = scrub_excerpt(error["excerpt"])
+        for key in ("message", "root_message"):
+            if isinstance(error.get(key), str):
+                error[key] = scrub_paths(error[key])
         if (error.get("root_exception"), error.get("root_message")) == (error.get("exception"), error.get("message")):
             error.pop("root_exception", None)  # the root is the error itself: said once
             error.pop("root_message", None)
@@ -108,10 +112,19 @@ def scrub_excerpt(excerpt: str) -> str:
         if skip_code and line.startswith("    "):
             continue  # the code line of a dropped frame
         skip_code = False
-        out.append(line)
+        out.append(scrub_paths(line))
     if dropped:
         out.insert(0, f"  ({dropped} frame{'s' if dropped > 1 else ''} of the judge left out)")
     return "\n".join(out).rstrip()
+
+
+def scrub_paths(text: str) -> str:
+    """Absolute paths to Python files in a message, shortened: Triton's to `triton/...`, others to their name."""
+    def short(match: re.Match[str]) -> str:
+        path = match.group(0)
+        return path[path.rindex("/triton/") + 1:] if "/triton/" in path else match.group("name")
+
+    return _ABS_PATH.sub(short, text)
 
 
 def _is_server_path(path: str) -> bool:
