@@ -6,6 +6,7 @@ Data flows one way (ARCHITECTURE.md): app -> (tasks | judge | search | memory) -
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from adaexplore_mcp.export import (
 )
 from adaexplore_mcp.jobs import JobRunner
 from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.judge.referee import runner_memory_limit
 from adaexplore_mcp.memory import MIGRATIONS as MEMORY_MIGRATIONS
 from adaexplore_mcp.memory.service import MemoryService
 from adaexplore_mcp.models import Evaluation, ExportedKernel, SearchReport, TaskInfo
@@ -28,6 +30,7 @@ from adaexplore_mcp.tasks.format import (TaskFormatError, TaskSpec, check_small_
                                          check_task_description, check_task_name, source_hash)
 from adaexplore_mcp.tasks.registry import MIGRATIONS as TASK_MIGRATIONS
 from adaexplore_mcp.tasks.registry import TaskRegistry
+from adaexplore_mcp.tasks.cpu_size import CpuSizeCheck, cpu_size_check, registered_small_warning
 from adaexplore_mcp.tasks.shape_advice import large_input_warning, probe_failure_advice
 
 Progress = Callable[[float, str], None]
@@ -70,9 +73,10 @@ class App:
 
         A task is (name, source, small_shapes): the same three again return the stored task without
         running it (created false); the same name with another source or other small_shapes becomes a
-        task of its own, with its own task_id and a warning. Under the CPU interpreter, large inputs
-        without small_shapes get a warning with small_shapes to paste (computed from the source's
-        constants and the probed shapes; the task's code never runs in this process).
+        task of its own, with its own task_id and a warning. Under the CPU interpreter without small_shapes,
+        a task whose inputs (read from the source) are too large to run at full size is registered at
+        small_shapes checked by the probe (`_create_at_small_shapes`); large inputs short of that get a
+        warning with small_shapes to paste (the task's code never runs in this process).
         """
         check_task_name(name)
         check_task_description(description)
@@ -86,6 +90,9 @@ class App:
             warning = large_input_warning(reference_source, [spec.shape for spec in info.inputs])
             return info.model_copy(update={"warnings": [*info.warnings, warning]}) if warning else info
 
+        too_large = cpu_size_check(reference_source, runner_memory_limit()) if on_cpu and not shapes else None
+        if too_large is not None:  # never a minute-long full-size run ending in a memory kill (issue 41)
+            return self._create_at_small_shapes(name, reference_source, description, origin, too_large)
         known = self.tasks.find(name, reference_source, shapes)
         if known is not None:  # seen before: no need to run the reference again
             return with_size_warning(known), False
@@ -99,6 +106,25 @@ class App:
         info, created = self.tasks.register(name, reference_source, probe, origin=origin, small_shapes=shapes,
                                             description=description)
         return with_size_warning(info), created
+
+    def _create_at_small_shapes(self, name: str, source: str, description: str, origin: str,
+                                check: CpuSizeCheck) -> tuple[TaskInfo, bool]:
+        """A task too large for the CPU, registered at the small_shapes suggested for it once the probe has run
+        the reference at them; the result says so. The same call again finds it without probing."""
+        shapes = check_small_shapes(source, check.suggestion.small_shapes)
+        info = self.tasks.find(name, source, shapes)
+        created = False
+        if info is None:
+            spec = TaskSpec(task_id=f"probe-{source_hash(source)}", name=name, source=source, small_shapes=shapes)
+            probe = self.judge.probe_task(spec)
+            if not probe.ok:
+                raise TaskFormatError(
+                    f"the reference is too large for the CPU interpreter: {check.estimate()}. It was not run at full "
+                    f"size, and at small_shapes={json.dumps(shapes)} it does not run: {probe.error}. Pass small_shapes "
+                    "the model accepts (sizes that still fit each other, e.g. divisible by a group count)")
+            info, created = self.tasks.register(name, source, probe, origin=origin, small_shapes=shapes,
+                                                description=description)
+        return info.model_copy(update={"warnings": [*info.warnings, registered_small_warning(check)]}), created
 
     def _register_builtins(self) -> None:
         """Built-ins are this project's own tested code: registered once without running them (startup stays

@@ -1,7 +1,8 @@
 """`adaexplore-mcp demo`: a short scripted search on a built-in task, played through the MCP tools.
 
 The scripted proposer stands in for the assistant and talks to an in-process MCP client, so the demo
-exercises exactly what an assistant would call: start_search, next_step, expand_node, get_search,
+exercises exactly what an assistant would call, in the loop the `optimize_module` prompt teaches: start_search,
+next_step once, then one expand_node(next=1) per step (its result carries the next brief), get_search,
 search_report. It prints each step, the tree and the best speedup (under the CPU interpreter it says that every
 correct kernel ranks equal instead).
 """
@@ -9,6 +10,7 @@ correct kernel ranks equal instead).
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -72,16 +74,19 @@ async def _demo(task: str, budget: int, seed: int, strategy: str) -> int:
         timed = bool(started["timing_available"])
         timing = "GPU timing" if timed else CPU_HONEST
         print(f"search {search_id} on {task}: {strategy}, budget {budget}, seed {seed} ({timing})")
-        while True:
-            brief = StepBrief.model_validate(await _call(client, "next_step", search_id=search_id))
-            if brief.done:
-                break
+        brief = StepBrief.model_validate(await _call(client, "next_step", search_id=search_id))
+        while not brief.done:
             proposal = proposer.propose(brief)
-            result = await _call(client, "expand_node", search_id=search_id, step_id=brief.step_id, **proposal)
-            evaluation = result["evaluation"]
+            started_at = time.monotonic()
+            result = await _call(client, "expand_node", search_id=search_id, step_id=brief.step_id, next=1,
+                                 **proposal)
+            evaluation = result["evaluation"]  # the lean evaluation: verdict, speedup, the failure's detail
             print(f"step {result['steps_used']:>3}: {brief.kind:<5} from #{brief.parent_node_id:<3} -> "
-                  f"#{result['node_id']:<3} {evaluation['verdict']:<13} {_speedup(evaluation['speedup']):>8}"
-                  f"  ({evaluation['duration_s']:.1f} s)")
+                  f"#{result['node_id']:<3} {evaluation['verdict']:<13} {_speedup(evaluation.get('speedup')):>8}"
+                  f"  ({time.monotonic() - started_at:.1f} s)")
+            if result["done"] or not result.get("next_step"):
+                break
+            brief = StepBrief.model_validate(result["next_step"])
         tree = await _call(client, "get_search", search_id=search_id)
         print("\ntree:")
         print_tree(tree["nodes"], tree["best_node_id"], timed=timed)

@@ -314,6 +314,8 @@ class CreateTaskResult(BaseModel):
     outputs: list[TensorSpec] = Field(default_factory=list)
     reference_uri: str
     backend: Backend
+    small_shapes: dict[str, Any] = Field(default_factory=dict, description="the sizes the CPU interpreter runs "
+                                         "the task at (empty: full size); a GPU runs the full ones")
 
 
 class TaskList(BaseModel):

@@ -11,40 +11,48 @@ import re
 
 from adaexplore_mcp.config import DEFAULT_MAX_SOURCE_BYTES
 from adaexplore_mcp.errors import UserError, quote
+from adaexplore_mcp.search.types import MAX_BUDGET  # defined once: start_search checks the same limit
 
-MAX_BUDGET = 500
 _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
-_LOOP = """You are optimizing a PyTorch module by writing Triton kernels. The adaexplore-mcp server is the judge and the \
-search: it checks and times every kernel you write, keeps a tree of candidates, decides which one to grow next and how, \
-and shows you the validity rules learned from earlier failures. You write kernels; the server decides.
+_LOOP = """You are optimizing a PyTorch module with Triton kernels. The adaexplore-mcp server judges and times every \
+kernel you write, keeps a tree of candidates, decides which to grow next and how, and shows the validity rules learned \
+from earlier failures. You write kernels; the server decides.
 
 1. Task. Put the user's module in KernelBench format: a top-level `class Model(nn.Module)`, `get_inputs()` returning \
 the forward inputs and `get_init_inputs()` returning the constructor arguments, with sizes as top-level integer \
-constants (`batch_size = 128`). Call `create_task(name, reference_source)`; add `small_shapes` (e.g. \
-{{"batch_size": 8}}) to override those constants when there is no GPU and kernels run under the CPU interpreter. \
-Keep the task_id. If the result says `degenerate`, fix the inputs: a constant output would pass it.
+constants (`batch_size = 128`). Call `create_task(name, reference_source)` and keep the task_id. Without a GPU kernels \
+run under Triton's CPU interpreter, which is slow: pass `small_shapes` (e.g. {{"batch_size": 8}}) to shrink those \
+constants; a task too large for the CPU is registered at small_shapes the server checked, and `warnings` says so \
+(or proposes small_shapes to pass). If the result says `degenerate`, fix the inputs: a constant output would pass \
+the task.
 
-2. Search. Call `start_search(task_id, budget={budget}, seed=0, strategy="adaexplore")`. Then loop:
-- `next_step(search_id)` returns a brief: the step kind, the parent kernel, the few `rules` most relevant to this \
-step (`rules_more` others at adaexplore://rules), the task with the shapes the judge really runs \
-(`evaluated_shapes`), the `device` and `steps_left`. The first brief carries the reference source \
-(`reference_source`); later, `get_task(task_id)` returns it.
-- Small step: make a focused change to the parent kernel (fix its error, or one optimization). Read `working_memory`, \
-the recent refinement chain with each kernel's verdict, error and speedup (older kernels as diffs against the next \
-one): do not repeat what already failed. Answer with `edits`, a list of {{"old", "new"}} exact replacements in the \
-parent kernel; each `old` must occur exactly once.
-- Large step: write a complete new ModelNew, meant to beat every kernel in the brief's `pool` (the best kernels of \
-other branches). Try a different idea (tiling, fusion, data layout), not a copy.
-- Every kernel must respect every rule in `rules`.
-- Submit with `expand_node(search_id, step_id, kernel_source=... or edits=[...], note="what you tried, one line")`. \
-The result holds the verdict, the speedup, whether it is a new best, and `steps_left`.
-- Stop when `done` is true or `steps_left` is 0. Failures are normal; they stay in the tree, and a small step from a \
-failed node is a repair. Do not stop early because one kernel failed.
+2. Search: one call per step. Call `start_search(task_id, budget={budget})`, then `next_step(search_id)` once for the \
+first brief. Then, for every step:
+- Read the brief: `kind`, `parent_kernel`, the `rules` for this step, `evaluated_shapes`, `steps_left`. The first \
+brief carries `reference_source` (later: `get_task(task_id)`).
+- Small step: one focused change to the parent kernel (fix its error, or one optimization); read `working_memory` \
+(the recent chain with each kernel's verdict, error and speedup) and do not repeat what failed. Answer with `edits`, \
+a list of {{"old", "new"}} exact replacements (each `old` must occur exactly once in the parent kernel).
+- Large step: a complete new ModelNew in `kernel_source`, meant to beat every kernel in the brief's `pool`: a \
+different idea (tiling, fusion, data layout), not a copy.
+- Submit with `expand_node(search_id, step_id, edits=[...] or kernel_source=..., note="one line", next=1)`. The \
+result has the verdict, speedup, is_new_best, steps_left and, in `next_step`, the next brief: no separate next_step \
+call.
+- Several kernels at once: `next_step(search_id, count=k)` once (a brief plus `more_steps`), then each round \
+`expand_nodes(search_id, items=[{{"step_id", "edits" or "kernel_source", "note"}}, ...], next=k)`: k results and \
+the next k briefs.
 
-3. Result. `best_kernel(search_id)` gives the best correct kernel (highest speedup over the whole tree). \
-`export_kernel(search_id)` gives it as a standalone KernelBench file; `search_report(search_id)` gives a report with \
-the speedup curve and the tree. Show the user the speedup, the GPU and the exported file."""
+3. Each verdict. passed: see `speedup`/`speedups` (null on the CPU) and keep going. compile_error / runtime_error: `error` has the message and your offending line; fix that line and \
+follow the `rules` it names. mismatch: `mismatch` names the output, the worst index and the error against \
+`tolerance`; check indexing, masks, strides and accumulation in float32. timeout: an endless loop or far too much \
+work (on the CPU, smaller small_shapes). crashed: usually an out-of-bounds access; mask loads and stores. rejected: \
+the named check failed (do the work in your Triton kernels, leave inputs unchanged, return new tensors). A failure \
+stays in the tree and a small step from it is a repair: never stop because one failed.
+
+4. Stop when a result says `done` (or `steps_left` is 0), or when the user asks. Then `best_kernel(search_id)` \
+gives the best correct kernel, `export_kernel(search_id)` a standalone KernelBench file and \
+`search_report(search_id)` a report of the search. Show the user the speedup, the GPU and the exported file."""
 
 _CONTRACT = """The ModelNew contract (the judge enforces it):
 - `class ModelNew(nn.Module)` with the same constructor and forward signature as Model, and the same parameter and \
@@ -58,8 +66,7 @@ returning the reference's output) is rejected; allocation, reshapes and views in
 passing kernels rank equal, so there the "best" kernel is just the first correct one."""
 
 _ONE_OFF = """One-off check, no search: `create_task(...)`, then `evaluate_kernel(task_id, kernel_source)` judges a \
-single ModelNew. Read the verdict (passed, compile_error, runtime_error, mismatch, timeout, crashed, rejected), the \
-error line or where outputs differ, and the `rules` the failure falls under; fix and evaluate again."""
+single ModelNew; read its verdict as in step 3, fix and evaluate again."""
 
 
 def checked_arguments(module_source: object = "", budget: object = 20,

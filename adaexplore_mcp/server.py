@@ -22,10 +22,10 @@ from adaexplore_mcp.config import Settings
 from adaexplore_mcp.surface import judge_tools, memory_tools, profile_tools, resources, search_tools, task_tools
 from adaexplore_mcp.surface.common import GuardedServer
 
-INSTRUCTIONS = """adaexplore-mcp judges and searches Triton kernels for PyTorch modules on this machine's GPU.
-Loop: create_task (KernelBench format) -> start_search -> repeat next_step / expand_node until done ->
-best_kernel / export_kernel / search_report. evaluate_kernel judges one candidate on its own. Failures become
-validity rules (query_skills) shown in every brief. The prompt `optimize_module` explains the whole loop."""
+INSTRUCTIONS = """adaexplore-mcp judges and searches Triton kernels for PyTorch modules on this machine.
+Loop: create_task (KernelBench format) -> start_search -> next_step once, then expand_node(..., next=1) per step
+(or expand_nodes(items, next=k) for k steps at once) until done -> best_kernel / export_kernel. evaluate_kernel
+judges one candidate on its own. The prompt `optimize_module` explains the whole loop."""
 
 
 class _AppHolder:

@@ -6,6 +6,7 @@ import anyio
 from mcp.server import MCPServer
 
 from adaexplore_mcp.prompts import OPTIMIZE_MODULE_PROMPT, optimize_module
+from adaexplore_mcp.search.types import MAX_BUDGET
 
 TOOLS = ["create_task", "start_search", "next_step", "expand_node", "best_kernel", "export_kernel",
          "search_report", "evaluate_kernel"]
@@ -29,8 +30,8 @@ def test_the_prompt_stays_under_700_words_even_with_a_module():
 
 
 def test_the_budget_is_clamped_to_a_sane_range():
-    assert "budget=1," in optimize_module(budget=0)
-    assert "budget=500," in optimize_module(budget=10**6)
+    assert "budget=1)" in optimize_module(budget=0)
+    assert f"budget={MAX_BUDGET})" in optimize_module(budget=10**6)  # the limit start_search checks
 
 
 def test_the_prompt_registers_on_an_mcp_server_with_its_arguments():

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from jsonschema.validators import validator_for
 from mcp import Client
 
 from adaexplore_mcp.app import App
@@ -224,3 +225,33 @@ def test_tools_carry_hints_and_ids_complete_in_resource_uris(app: App) -> None:
         assert "swish_scale_clamp" not in values
 
     run(app, scenario)
+
+
+# The budget of issue 41: a client that forwards tools/list to its model paid ~153 kB (141 kB output schemas).
+TOOLS_LIST_LIMIT = 40_000
+
+
+def test_the_tool_list_is_lean_and_its_output_schemas_still_accept_the_results(app: App) -> None:
+    """tools/list as it goes on the wire stays under TOOLS_LIST_LIMIT bytes; every type is described once (an
+    expand_node result names evaluate_kernel's evaluation); the client validates results against the lean
+    schemas (the search and evaluation tests above run through the same client)."""
+    async def scenario(client: Client):
+        return await client.list_tools()
+
+    listed = run(app, scenario)
+    wire = listed.model_dump_json(by_alias=True, exclude_none=True)
+    assert len(wire.encode()) < TOOLS_LIST_LIMIT, len(wire)
+    tools = {t.name: t for t in listed.tools}
+    for tool in listed.tools:  # still valid JSON Schema, as a validating client compiles them
+        for schema in (tool.input_schema, tool.output_schema):
+            validator_for(schema).check_schema(schema)
+        assert tool.output_schema["type"] == "object", tool.name  # the MCP spec: an object at the root
+    expand = tools["expand_node"].output_schema
+    assert expand["$defs"]["Evaluation"] == {"type": "object", "description": "as evaluate_kernel returns it"}
+    assert "title" not in wire and '"stages_ms"' not in wire and "errors.pydantic.dev" not in wire
+    assert tools["evaluate_kernel"].output_schema["properties"]["verdict"]  # described at its home
+    assert tools["next_step"].output_schema["$defs"]["Brief"]["properties"]["parent_kernel"]["description"]
+    # `next` is a count on both (expand_node still takes the old boolean: true = 1)
+    assert tools["expand_nodes"].input_schema["properties"]["next"] == {"default": 0, "type": "integer"}
+    assert tools["expand_node"].input_schema["properties"]["next"] == {
+        "anyOf": [{"type": "integer"}, {"type": "boolean"}], "default": 0}

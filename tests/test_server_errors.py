@@ -265,9 +265,17 @@ def test_bad_budgets_are_readable_errors(app: App) -> None:
         assert "budget must be" in tool_error(app, "start_search", task_id="scaled_softmax", budget=budget)
 
 
-def test_arguments_of_the_wrong_type_stay_validation_errors(app: App) -> None:
+def test_arguments_of_the_wrong_type_name_the_argument_what_was_expected_and_an_example(app: App) -> None:
     text = tool_error(app, "start_search", task_id="scaled_softmax", budget="lots")
-    assert "validation error" in text and "budget" in text and "internal error" not in text
+    assert text == "invalid arguments: budget: expected a whole number, got 'lots' (text); e.g. budget=20"
+    edits = tool_error(app, "expand_node", search_id="srch_x", step_id="step_x", edits="BLOCK=64")
+    assert 'edits: expected a list of objects with "old", "new"' in edits and 'e.g. edits=[{"old": ' in edits
+    missing = tool_error(app, "expand_node", search_id="srch_x", step_id="step_x", edits=[{"old": "a"}])
+    assert missing.startswith("invalid arguments: edits[0].new is required")
+    shapes = tool_error(app, "create_task", name="t", reference_source="x", small_shapes={"batch_size": "eight"})
+    assert "small_shapes.batch_size: expected a whole number, got 'eight'" in shapes
+    for text in (text, edits, missing, shapes):
+        assert "pydantic" not in text and "validation error" not in text and "internal error" not in text
 
 
 # -- resources --------------------------------------------------------------------------------------
@@ -313,7 +321,7 @@ def test_a_resource_error_quotes_at_most_300_characters_of_an_id(app: App, uri: 
 @pytest.mark.parametrize("arguments, expected", [
     ({"budget": "lots"}, "budget must be a whole number"),
     ({"budget": "-3"}, "budget must be a whole number"),
-    ({"budget": "0"}, "from 1 to 500"),
+    ({"budget": "0"}, "from 1 to 10000"),  # search.types.MAX_BUDGET, the limit start_search checks
     ({"budget": "2.5"}, "budget must be a whole number"),
     ({"budget": "9" * 5000}, "budget must be a whole number"),
     ({"module_source": "x = 1\n" * 50_000}, "module_source is 300000 bytes; the limit is"),
@@ -337,7 +345,7 @@ def test_good_prompt_arguments_still_render(app: App) -> None:
         return prompt.messages[0].content.text
 
     text = run(app, scenario)
-    assert "budget=12," in text and "class Model: pass" in text
+    assert "budget=12)" in text and "class Model: pass" in text
 
 
 # -- the helpers --------------------------------------------------------------------------------------
@@ -399,7 +407,7 @@ def test_an_argument_error_for_every_item_of_a_long_list_is_clipped(app: App) ->
         return result.content[0].text
 
     text = run(app, scenario)
-    assert len(text) < 2200 and "characters in all" in text, text[:300]
+    assert len(text) < 600 and text.endswith("... and 4995 more") and text.count("e.g. rule_ids=") == 1, text[:300]
 
 
 def test_one_session_cannot_hold_more_than_its_share_of_blocking_calls() -> None:

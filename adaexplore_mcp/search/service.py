@@ -250,12 +250,12 @@ class SearchService:
     # -- expand --------------------------------------------------------------------------------
     def expand_node(self, search_id: str, step_id: str, kernel_source: str | None = None,
                     edits: Sequence[Edit | Mapping[str, str]] | None = None, note: str = "",
-                    progress: Progress | None = None, next: bool = False) -> ExpandResult:
+                    progress: Progress | None = None, next: int = 0) -> ExpandResult:
         """Evaluate the step's candidate (edits to the parent, or a full kernel), attach it, backpropagate.
 
         A kernel that repeats a node of this search (search/duplicates.py) is answered from that node's stored
-        evaluation, with a warning, and still makes a node. With `next`, the result carries the next brief
-        (next_step(count=1)); when none can be handed out, a warning says why instead."""
+        evaluation, with a warning, and still makes a node. With `next` (k, 0 to MAX_STEPS_AT_ONCE; true is 1),
+        the result carries the next briefs (next_step(count=k)); when none can be handed out, a warning says why."""
         search = self._search(search_id)
         step = self._usable_step(search_id, step_id)
         source = self._candidate(search_id, step, kernel_source, edits)
@@ -291,7 +291,7 @@ class SearchService:
         result.duplicate_of = same.node_id if same is not None else None
         if next:
             try:
-                result.next_step = self.next_step(search_id)
+                result.next_step = self.next_step(search_id, int(next))
             except UserError as exc:  # the node is added; only the next brief is missing
                 result.warnings.append(f"no next step in this result: {exc}")
         return result

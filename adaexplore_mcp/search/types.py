@@ -169,8 +169,8 @@ class ExpandResult(BaseModel):
     duplicate_of: int | None = Field(default=None, description="the node this kernel repeats (same source "
                                      "after normalization); its stored evaluation was reused, nothing was run")
     warnings: list[str] = Field(default_factory=list)
-    next_step: StepBrief | None = Field(default=None, description="expand_node(next=true): the next brief, as "
-                                        "next_step would give it")
+    next_step: StepBrief | None = Field(default=None, description="expand_node(next=k): the next k briefs, "
+                                        "as next_step(count=k) would give them")
 
 
 class ExpandItem(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -26,8 +27,9 @@ from mcp.server.mcpserver.exceptions import (
     ResourceError, ResourceNotFoundError, ToolError, UnexpectedResourceError, UnexpectedToolError,
 )
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
-from pydantic import BaseModel
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
+from pydantic import BaseModel, ValidationError
 
 from adaexplore_mcp.app import App
 from adaexplore_mcp.clients import CURRENT_CLIENT, client_key
@@ -36,6 +38,9 @@ from adaexplore_mcp.errors import (
     user_message,
 )
 from adaexplore_mcp.judge import WorkerStartError
+from adaexplore_mcp.surface.arguments import argument_error
+from adaexplore_mcp.surface.lean import lean_result
+from adaexplore_mcp.surface.schemas import compact_input_schema, compact_output_schema
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -161,11 +166,25 @@ class GuardedServer(MCPServer):
     def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         super().add_tool(guard_tool(fn), *args, **kwargs)
 
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools with lean schemas (surface/schemas.py): what a model reads before its first call."""
+        return [tool.model_copy(update={
+            "input_schema": compact_input_schema(tool.input_schema),
+            "output_schema": compact_output_schema(tool.output_schema, tool.name) if tool.output_schema else None,
+        }) for tool in await super().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # Which session calls: copied into worker threads and jobs, read by the judge's fair pool.
         CURRENT_CLIENT.set(client_key(context))
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:  # wrong types: which argument, what was expected, an example (surface/arguments.py)
+            try:
+                tool.fn_metadata.validate_arguments(arguments or {})
+            except ValidationError as exc:
+                raise ToolError(shorten_quotes(argument_error(exc, tool.parameters), _strings(arguments))) from None
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
+            return result if (arguments or {}).get("detail") is True else lean_tool_result(result)
         except UnexpectedToolError as exc:
             cause: BaseException = exc
             while isinstance(cause, (UnexpectedToolError, UnexpectedResourceError)) and cause.__cause__:
@@ -179,6 +198,16 @@ class GuardedServer(MCPServer):
                 raise
             raise ToolError(f"{text[:MAX_ERROR_CHARS]}... ({len(text)} characters in all; fix the first errors "
                             "and call again)") from exc
+
+
+def lean_tool_result(result: Any) -> Any:
+    """A result with its evaluations made lean (surface/lean.py) and its text the same JSON, compact: the
+    text is what many clients show their model, and the SDK's indented copy of the full result doubled it."""
+    if not isinstance(result, CallToolResult) or result.is_error or result.structured_content is None:
+        return result
+    lean = lean_result(result.structured_content)
+    text = json.dumps(lean, ensure_ascii=False, separators=(",", ":"))
+    return result.model_copy(update={"structured_content": lean, "content": [TextContent(type="text", text=text)]})
 
 
 @contextmanager

@@ -10,16 +10,14 @@ from adaexplore_mcp.models import CreateTaskResult, Evaluation, TaskList
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 EVALUATE_DOC = """Judge one candidate: Python source defining `class ModelNew(nn.Module)` (same constructor and
-forward signature as the task's Model, built under the same seed) whose work is done by @triton.jit kernels. It
-runs in an isolated process: builds it, compares it with the reference on 5 fresh random input sets, checks
-integrity (inputs unchanged, output not aliasing an input, a Triton kernel of yours launched) and, on a GPU,
-times it against the reference with the L2 cache flushed. Cost: about 1-3 s warm on a GPU (first call and new
-kernels more); tens of seconds under the CPU interpreter. Returns `verdict` (passed, compile_error,
-runtime_error, mismatch, timeout, crashed, rejected) with an actionable detail (`error`: the error line and
-your offending line; `mismatch`: which output, trial, max error and where; `rejected`: which check),
-`speedup` vs the strict fp32 reference (null without a GPU), `speedups` (the same against every yardstick:
-eager, TF32, torch.compile, % of roofline), `precision` flags (computing below the task's precision), `rules`
-your failure falls under, and `warnings`."""
+forward signature as the task's Model) whose work is done by @triton.jit kernels. In an isolated process it is
+built, compared with the reference on 5 random input sets, checked for integrity and, on a GPU, timed against the
+reference. About 1-3 s warm on a GPU; seconds to minutes under the CPU interpreter. Returns `verdict` (passed,
+compile_error, runtime_error, mismatch, timeout, crashed, rejected) with its detail (`error`: the error line and
+your offending line; `mismatch`: which output, max error and where, and the tolerance; `rejected`: which check),
+`speedup` vs the strict fp32 reference (null without a GPU), `speedups` against every yardstick, `precision`,
+the `rules` your failure falls under and `warnings`. The judge's internals (timing blocks, stages, replay,
+sandbox) are left out: `detail=true` or the resource adaexplore://evaluations/{eval_id} has them."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
@@ -32,12 +30,12 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         ctx: Context | None = None,
     ) -> CreateTaskResult:
         """Register a PyTorch reference to optimize, in KernelBench format: top-level `class Model(nn.Module)`,
-        `get_inputs()` and `get_init_inputs()` (KernelBench problem files work unchanged). The server runs it
-        on several random seeds in a worker (a few seconds) and flags a degenerate task (one a constant output
-        would pass). `small_shapes` optionally overrides top-level integer constants (e.g. {"batch_size": 8})
-        for runs under the CPU interpreter. Returns `task_id` (for evaluate_kernel and start_search),
-        `degenerate` and `warnings`. The same name, source and small_shapes again returns the same task_id; the
-        same name with another source or other small_shapes registers a distinct task (its id is in the result)."""
+        `get_inputs()` and `get_init_inputs()` (KernelBench problem files work unchanged). The server runs it on
+        several seeds in a worker and flags a degenerate task (one a constant output would pass). `small_shapes`
+        overrides top-level integer constants (e.g. {"batch_size": 8}) for the CPU interpreter; without a GPU, a
+        task too large for it is registered at small_shapes the server checked, and `warnings` says so. Returns
+        `task_id`, `degenerate`, `small_shapes` and `warnings`. The same name, source and small_shapes return the
+        same task_id; another source or other small_shapes make a task of their own."""
         app = get_app()
         info, created = await run_blocking(
             ctx, lambda progress: app.create_task(name, reference_source, small_shapes, description)
@@ -45,20 +43,19 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return CreateTaskResult(
             task_id=info.task_id, created=created, degenerate=info.degenerate, warnings=info.warnings,
             inputs=info.inputs, outputs=info.outputs, reference_uri=f"adaexplore://tasks/{info.task_id}/reference",
-            backend=app.judge.backend,
+            backend=app.judge.backend, small_shapes=info.small_shapes,
         )
 
     @mcp.tool(annotations=READ_ONLY)
     def list_tasks(origin: str | None = None) -> TaskList:
-        """List known tasks: the built-in library, your own and synthesized ones (filter with origin =
-        'builtin', 'user' or 'synthesized'). Each has task_id, name, description, degenerate, shapes when known.
-        Cheap. get_task(task_id) returns one task with its reference source (also the resource
-        adaexplore://tasks/{task_id}/reference)."""
+        """Known tasks: the built-in library, yours and synthesized ones (origin = 'builtin', 'user' or
+        'synthesized' filters). get_task(task_id) returns one with its reference source. Cheap."""
         return TaskList(tasks=get_app().tasks.list(origin))
 
     async def evaluate_kernel(
-        task_id: str, kernel_source: str, timeout_s: float | None = None, ctx: Context | None = None
-    ) -> Evaluation:
+        task_id: str, kernel_source: str, timeout_s: float | None = None, detail: bool = False,
+        ctx: Context | None = None,
+    ) -> Evaluation:  # `detail` is read by GuardedServer.call_tool: the whole result, not the lean one
         return await run_blocking(ctx, get_app().evaluate_kernel, task_id, kernel_source, timeout_s)
 
     mcp.tool(description=EVALUATE_DOC, annotations=ADDITIVE)(evaluate_kernel)

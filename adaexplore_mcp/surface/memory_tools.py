@@ -6,9 +6,34 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 from adaexplore_mcp.jobs import Job
+from pydantic import Field
+
+from adaexplore_mcp.memory.rules import RULE_MAX_CHARS
 from adaexplore_mcp.memory.types import ClusterList, RuleInfo, SkillQuery
 from adaexplore_mcp.models import TaskList
+from adaexplore_mcp.search.brief import MAX_RULES
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
+
+
+class ClusterAnswer(ClusterList):
+    """The clusters, and why there are none when there are none (an empty list read as "no failures")."""
+
+    note: str | None = Field(default=None, description="why `clusters` is empty, and what to call instead")
+
+
+def empty_note(ripe_only: bool, unripe: int) -> str:
+    """What an empty answer means: no failures yet, or failures in clusters that are not ripe."""
+    if not ripe_only or unripe == 0:
+        return ("no failures recorded yet: every failed evaluation (evaluate_kernel, expand_node) is grouped here "
+                "by its error signature")
+    return (f"no ripe cluster (3+ failures from 2+ tasks, no rule yet); {unripe} unripe cluster"
+            f"{'s' if unripe > 1 else ''}: failure_clusters(ripe_only=false) lists them, and add_rule accepts any")
+
+
+ADD_RULE_DOC = f"""Write the validity rule for a failure cluster: one sentence starting 'You cannot ...' or 'Always ...'
+(at most {RULE_MAX_CHARS} characters), general enough to hold for any kernel and task. Later briefs show the
+{MAX_RULES} rules most relevant to their step (this one when it is among them) and count the others; every
+evaluation whose failure falls in the cluster names it."""
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
@@ -20,18 +45,22 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         return get_app().memory.query_skills(text, task_id, limit)
 
     @mcp.tool(annotations=READ_ONLY)
-    def failure_clusters(ripe_only: bool = True) -> ClusterList:
-        """Recurring failures grouped by normalized error signature. A ripe cluster (3+ failures from 2+ tasks,
-        no rule yet) is waiting for you to write its rule with add_rule: read its examples (error line plus
-        offending source line) and state the rule in one sentence. Cheap."""
-        return get_app().memory.failure_clusters(ripe_only)
+    def failure_clusters(ripe_only: bool = True) -> ClusterAnswer:
+        """Recurring failures grouped by normalized error signature; by default only ripe clusters (3+ failures
+        from 2+ tasks, no rule yet), ripe_only=false for all. A ripe cluster waits for its rule (add_rule): read
+        its examples (error line plus offending source line) and state the rule in one sentence. An empty
+        answer has a `note` saying why. Cheap."""
+        memory = get_app().memory
+        answer = ClusterAnswer(clusters=memory.failure_clusters(ripe_only).clusters)
+        if not answer.clusters:
+            unripe = len(memory.failure_clusters(False).clusters) if ripe_only else 0
+            answer.note = empty_note(ripe_only, unripe)
+        return answer
 
-    @mcp.tool(annotations=ADDITIVE)
     def add_rule(cluster_id: str, text: str) -> RuleInfo:
-        """Write the validity rule for a failure cluster: one sentence starting 'You cannot ...' or 'Always ...'
-        (at most 300 characters), general enough to hold for any kernel and task. It is shown in every later
-        search brief and named in every evaluation whose failure falls in the cluster."""
         return get_app().memory.add_rule(cluster_id, text)
+
+    mcp.tool(annotations=ADDITIVE, description=ADD_RULE_DOC)(add_rule)
 
     @mcp.tool(annotations=ADDITIVE)
     def update_rule(rule_id: str, text: str, reason: str) -> RuleInfo:

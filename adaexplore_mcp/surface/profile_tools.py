@@ -24,13 +24,11 @@ KEPT_TABLES = 200  # the oldest tables beyond this many are deleted
 PROFILE_ID = re.compile(r"^pf_[0-9a-f]{12}$")
 
 PROFILE_DOC = """Profile one candidate against the task's reference on the GPU, to see where its time goes. Give
-`eval_id` (of an earlier evaluation) or `task_id` with `kernel_source`. Each side runs `runs` calls (default 5,
-after one warm call) under torch.profiler in its own isolated process, on the same inputs. Returns per side and per
-call: `wall_us`, `device_busy_us`, `launches`, `gaps_us` (device idle between launches: host overhead),
-`before_first_us`, the costliest `kernels` (name, launches per call, mean µs, share of device time; `own` marks
-your Triton kernels) and memory `copies`; the reference's side shows what PyTorch launches for the same work. The
-full table of every kernel is the resource at `table_uri`. Not a verdict and no speedup (evaluate_kernel gives
-those). Cost: a few seconds on a GPU. Without a GPU: `available` false and the reason."""
+`eval_id` (of an earlier evaluation) or `task_id` with `kernel_source`; each side runs `runs` calls (default 5)
+under torch.profiler in an isolated process. Returns per side and per call: wall and device-busy time, launches,
+idle gaps between launches (host overhead), the costliest `kernels` (`own` marks your Triton kernels) and memory
+`copies`; the full table is the resource at `table_uri`. No verdict or speedup (evaluate_kernel gives those). A few
+seconds on a GPU; without one, `available` is false with the reason."""
 
 
 def profiles_dir(app: App) -> Path:

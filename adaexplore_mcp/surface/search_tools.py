@@ -7,11 +7,11 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
-from adaexplore_mcp.errors import UserError
+from adaexplore_mcp.errors import UserError, quote
 from adaexplore_mcp.jobs import Job
 from adaexplore_mcp.models import ExportedKernel, SearchReport
 from adaexplore_mcp.search import BestKernel, Edit, ExpandResult, SearchSummary, SearchTree, StepBrief
-from adaexplore_mcp.search.types import ExpandBatch, ExpandItem
+from adaexplore_mcp.search.types import MAX_BUDGET, MAX_STEPS_AT_ONCE, ExpandBatch, ExpandItem
 from adaexplore_mcp.surface.common import ADDITIVE, IDEMPOTENT, READ_ONLY, GetApp, run_blocking
 
 
@@ -22,7 +22,7 @@ class StartedSearch(BaseModel):
     budget: int
     seed: int
     timing_available: bool = Field(description="false under the CPU interpreter: correct nodes count as speedup 1")
-    next: str = "call next_step(search_id) for the first brief"
+    next: str = "call next_step(search_id) for the first brief, then expand_node(..., next=1) for each step"
 
 
 class SearchList(BaseModel):
@@ -51,54 +51,58 @@ def trimmed(tree: SearchTree, max_nodes: int) -> SearchTree:
     return tree.model_copy(update={"nodes": nodes, "omitted_nodes": len(tree.nodes) - len(nodes)})
 
 
-EXPAND_DOC = """Answer the pending step of a search with your kernel. For a small step send `edits`, a list of
-{"old": ..., "new": ...} exact replacements applied in order to the brief's parent_kernel (each `old` must occur
-exactly once; otherwise nothing is added and the step stays pending), or a full `kernel_source`; a large step
-needs a full `kernel_source` (a complete ModelNew). `note`: one line on what you tried. The server evaluates
-the kernel (same judge as evaluate_kernel: seconds on a GPU, longer under the CPU interpreter), adds the node,
-backpropagates its reward and returns node_id, the evaluation, the reward, the best so far, is_new_best and
-steps_left. A step id is used once. `next=true`: the result also carries the next brief in `next_step` (what
-next_step(search_id) would return), so one call per step is enough. A kernel identical to a node already in this
-search (ignoring trailing whitespace and blank lines) is not run again: its stored evaluation is reused, the
-step still counts, `duplicate_of` names that node and `warnings` says so. A step not expanded within 30 minutes
-of the next_step that handed it out expires: expanding it then is an error; call next_step for a new one."""
+EXPAND_DOC = f"""Answer the pending step of a search with your kernel: `edits`, a list of {{"old": ..., "new": ...}}
+exact replacements applied in order to the brief's parent_kernel (each `old` must occur exactly once, else nothing
+is added and the step stays pending), or a full `kernel_source` (a complete ModelNew; required for a large step).
+`note`: one line on what you tried. The server evaluates the kernel (as evaluate_kernel), adds the node and
+returns node_id, the evaluation, reward, best, is_new_best and steps_left. `next=k` (0-{MAX_STEPS_AT_ONCE}, true
+= 1): the result also carries the next k briefs in `next_step`, so one call per step is enough. A kernel identical
+to a node of this search is not run again (`duplicate_of`). A step id is used once; a step not expanded within
+the step lease (30 minutes; ADAEXPLORE_STEP_LEASE_S) of the next_step that handed it out expires."""
 
-NEXT_STEP_DOC = """Get the brief for the next step of a search: step_id, kind ('small': edit the parent kernel, guided
-by `working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel meant to beat the `pool`
-of the best kernels of other branches), `rules` every kernel must respect, the task, instructions and steps_left.
-Calling it again before expand_node returns the same step, as a stub naming its step_id (`already_sent`: you have its
-brief; `resend=true` repeats it whole). When the budget is spent, `done` is true and the brief
-names the best node. Cheap.
-`count` (1-8, default 1) is how many steps you work on at once, e.g. to write several kernels in parallel: the
-steps already handed out and not yet expanded come first, then new ones until `count` are out (never past the
-budget); the first brief fills the result's fields, the others are in `more_steps` without the fields they share
-with the first (named in each one's `same_as_first`: task, reference, instructions, rules...). Steps handed out together are
-spread over the tree (a step out counts as a visit of the node it grows until it is expanded). Each step must be
-expanded within the step lease (30 minutes unless the server sets ADAEXPLORE_STEP_LEASE_S) of the last next_step
-that returned it, or it expires. Replay: the same seed and the
-same sequence of calls (counts, and expansions in the same order with the same results) give the same tree."""
+NEXT_STEP_DOC = f"""The brief for the next step of a search: step_id, kind ('small': edit `parent_kernel`, guided by
+`working_memory`, the recent chain with verdicts and errors; 'large': write a new kernel to beat the `pool` of the
+best kernels of other branches), the `rules` most relevant to it, the task and steps_left; `done` when the budget is
+spent. Called again before expand_node, it returns the same step as a stub (`already_sent`: you have its brief;
+`resend=true` repeats it whole). Cheap. `count` (1-{MAX_STEPS_AT_ONCE}): steps to work on at once; the steps out
+come first, then new ones; the first brief fills the result, the others are in `more_steps` without the fields
+they share with it (named in `same_as_first`)."""
 
-EXPAND_NODES_DOC = """Answer several steps of one search in one call: `items` is a list of 1-8 {"step_id",
-"kernel_source" or "edits", "note"}, each as in expand_node (get the steps with next_step(count=k)). The kernels
-are evaluated at the same time; `results` has one entry per item, in order: ok with the expand_node result, or
-ok=false with that item's error (a bad edit, a step already used or expired...), which leaves the other items
-unaffected. `next` (0-8): also hand out that many next briefs (as next_step(count=next)) in `next_step`."""
+EXPAND_NODES_DOC = f"""Answer several steps of one search in one call: `items` is a list of 1-{MAX_STEPS_AT_ONCE}
+{{"step_id", "kernel_source" or "edits", "note"}}, each as in expand_node. The kernels are evaluated together;
+`results` has one entry per item, in order: ok with the expand_node result, or ok=false with that item's error
+(the other items are unaffected). `next=k` (0-{MAX_STEPS_AT_ONCE}): also hand out the next k briefs in
+`next_step`, so one call per round is enough."""
+
+START_DOC = f"""Start a kernel search on a task. `budget`: the number of kernels (steps) you will write, a whole
+number from 1 to {MAX_BUDGET} (20-100 is typical). `strategy`: 'adaexplore' (tree search alternating small edits
+and fresh kernels; default), 'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent
+fresh kernels). `seed` (a 64-bit integer) makes the server's choices replayable. `constants` overrides the
+search's constants by name (e.g. {{"pool_size": 3, "max_rules": 0}}; get_search shows them all). Cheap. Then loop:
+expand_node(..., next=1) after the first next_step."""
+
+
+def next_count(next: int | bool) -> int:
+    """`next` as a count of briefs: an integer from 0 to MAX_STEPS_AT_ONCE; true (the old flag) is 1.
+
+    Checked before the kernel is evaluated, so a bad value adds no node."""
+    if isinstance(next, bool):
+        return int(next)
+    if not isinstance(next, int) or not 0 <= next <= MAX_STEPS_AT_ONCE:
+        raise UserError(f"next must be a whole number of briefs from 0 to {MAX_STEPS_AT_ONCE} (e.g. next=1), "
+                        f"got {quote(next)}")
+    return next
 
 
 def register(mcp: MCPServer, get_app: GetApp) -> None:
-    @mcp.tool(annotations=ADDITIVE)
     def start_search(task_id: str, budget: int, seed: int = 0, strategy: str = "adaexplore",
                      constants: dict[str, float] | None = None) -> StartedSearch:
-        """Start a kernel search on a task. `budget` is the number of kernels (steps) you will write, e.g. 20-100.
-        `strategy`: 'adaexplore' (tree search: the server alternates small edits and fresh kernels; default),
-        'iterative_refinement' (one chain of edits) or 'parallel_sampling' (independent fresh kernels).
-        `seed` makes the server's choices replayable: any integer from -2**63 to 2**63-1, stored as given (a seed
-        outside that range is an error, not reduced). `constants` overrides the search's constants by name (e.g.
-        {"pool_size": 3, "max_rules": 0}; get_search shows them all). Cheap. Then loop: next_step -> expand_node."""
         app = get_app()
         search_id = app.search.start_search(task_id, budget, seed, strategy, **(constants or {}))
         return StartedSearch(search_id=search_id, task_id=task_id, strategy=strategy, budget=budget, seed=seed,
                              timing_available=app.search.timing_available)
+
+    mcp.tool(description=START_DOC, annotations=ADDITIVE)(start_search)
 
     def next_step(search_id: str, count: int = 1, resend: bool = False) -> StepBrief:
         return get_app().search.next_step(search_id, count, resend)
@@ -111,41 +115,42 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
         kernel_source: str | None = None,
         edits: list[Edit] | None = None,
         note: str = "",
-        next: bool = False,
+        next: int | bool = 0,
         ctx: Context | None = None,
     ) -> ExpandResult:
+        count = next_count(next)
         return await run_blocking(ctx, get_app().search.expand_node, search_id, step_id, kernel_source, edits, note,
-                                  next=next)
+                                  next=count)
 
     mcp.tool(description=EXPAND_DOC, annotations=ADDITIVE)(expand_node)
 
     async def expand_nodes(search_id: str, items: list[ExpandItem], next: int = 0,
                            ctx: Context | None = None) -> ExpandBatch:
-        return await run_blocking(ctx, get_app().search.expand_nodes, search_id, items, next)
+        return await run_blocking(ctx, get_app().search.expand_nodes, search_id, items, next_count(next))
 
     mcp.tool(description=EXPAND_NODES_DOC, annotations=ADDITIVE)(expand_nodes)
 
     @mcp.tool(annotations=ADDITIVE)
     def submit_expand(
         search_id: str, step_id: str, kernel_source: str | None = None, edits: list[Edit] | None = None,
-        note: str = "", next: bool = False,
+        note: str = "", next: int | bool = 0,
     ) -> Job:
         """Same as expand_node but returns a job_id at once; poll get_job(job_id) until 'done' (its result is the
         expand_node result). For clients that time out calls after ~60 s (e.g. CPU interpreter runs)."""
         app = get_app()
         app.search.summary(search_id)  # unknown searches fail now, not in the background
+        count = next_count(next)
         return app.jobs.submit(
             "expand", lambda progress: app.search.expand_node(search_id, step_id, kernel_source, edits, note,
-                                                              progress=progress, next=next)
+                                                              progress=progress, next=count)
         )
 
     @mcp.tool(annotations=READ_ONLY)
     def get_search(search_id: str, include_sources: bool = False, max_nodes: int = 100) -> SearchTree:
         """The tree of a search: nodes with parent, kind, verdict, speedup, visits, rewards and note, the
-        best-speedup curve over steps, and the search's constants. At most `max_nodes` nodes (the root, the best
-        node and its ancestors, then the newest); `omitted_nodes` counts the rest, and the resource
-        adaexplore://searches/{search_id}/tree holds them all. Kernel sources only with include_sources
-        (large: prefer the resource adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
+        best-speedup curve and the search's constants. At most `max_nodes` nodes (the root, the best path, then the
+        newest; the resource adaexplore://searches/{search_id}/tree has all). Kernel sources only with
+        include_sources (or adaexplore://searches/{search_id}/nodes/{node_id}/kernel). Cheap."""
         if not 1 <= max_nodes <= 1000:
             raise UserError(f"max_nodes must be between 1 and 1000, got {max_nodes}")
         return trimmed(get_app().search.get_search(search_id, include_sources), max_nodes)
@@ -167,14 +172,12 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
 
     @mcp.tool(annotations=IDEMPOTENT)
     def export_kernel(search_id: str) -> ExportedKernel:
-        """Write the best kernel of a search as a standalone KernelBench-format file (the task's reference,
-        get_inputs, get_init_inputs and your ModelNew, with a header giving the speedup and GPU) and return its
-        path and text. Cheap."""
+        """Write the best kernel of a search as a standalone KernelBench file (the reference, get_inputs,
+        get_init_inputs and your ModelNew, with a header giving the speedup and GPU); returns its path and text."""
         return get_app().export_kernel(search_id)
 
     @mcp.tool(annotations=IDEMPOTENT)
     async def search_report(search_id: str, ctx: Context | None = None) -> SearchReport:
-        """Make a report of a search: an HTML page (plot of best speedup over steps, the tree with kind,
-        verdict and speedup per node) and the same as a PNG. Returns the file paths, the resource URI of the
-        HTML and a summary. About a second."""
+        """A report of a search: an HTML page (best speedup over steps, the tree with verdict and speedup per
+        node) and a PNG; returns their paths, the HTML's resource URI and a summary. About a second."""
         return await run_blocking(ctx, lambda progress: get_app().search_report(search_id))

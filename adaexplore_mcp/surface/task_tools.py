@@ -38,9 +38,7 @@ def task_detail(app, task_id: str) -> TaskDetail:
 def register(mcp: MCPServer, get_app: GetApp) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def get_task(task_id: str) -> TaskDetail:
-        """One task with its PyTorch reference source (`reference_source`), to read before writing a kernel:
-        ModelNew must match the reference's constructor, parameters and forward. Also its name, description,
-        shapes when known (`inputs`/`outputs`, full GPU size), `degenerate`, `small_shapes`, and
-        `evaluated_shapes`: the shapes this server's judge actually runs (small ones under the CPU
-        interpreter). Cheap: nothing is run. task_id comes from list_tasks, create_task or a search brief."""
+        """One task with its PyTorch reference (`reference_source`), to read before writing a kernel (ModelNew
+        must match its constructor, parameters and forward), its shapes (`inputs`/`outputs` at GPU size),
+        `small_shapes` and `evaluated_shapes`: the shapes this server's judge actually runs. Cheap: nothing is run."""
         return task_detail(get_app(), task_id)

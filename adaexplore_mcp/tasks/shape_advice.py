@@ -16,6 +16,11 @@ from adaexplore_mcp import pyparse
 
 LARGE_INPUT_ELEMENTS = 1_000_000  # above this, a full-size run under the CPU interpreter is slow
 SMALL_INPUT_ELEMENTS = 1 << 16  # what suggested small_shapes aim for (about 65k input elements)
+# Measured 2026-12-07 on a 2-core machine (bench/results/2026-12-07-first-contact): an elementwise kernel in
+# 128-wide blocks took 136 s for one evaluation at 1,048,576 input elements (5 trials of ~26 s), 1.4 s at 16k.
+# A lower bound for real kernels (loops over channels or K take many times longer).
+INTERPRETER_ELEMENTS_PER_S = 40_000
+CALLS_PER_EVALUATION = 5
 
 _SHAPE_FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "randperm", "arange"}
 _MAX_HALVINGS = 4096
@@ -142,7 +147,8 @@ def large_input_warning(source: str, input_shapes: list[list[int]]) -> str | Non
         return None
     advice = small_shapes_advice(suggest_small_shapes(source, input_shapes))
     return (f"large inputs for the CPU interpreter: {_count(full)} input elements at full size and no small_shapes; "
-            f"a full-size evaluation under the CPU interpreter may take minutes and time out. To avoid it, {advice} "
+            f"a full-size evaluation under the CPU interpreter may take minutes ({interpreter_duration(full)} or more "
+            f"for an elementwise kernel) and time out. To avoid it, {advice} "
             "(calling create_task again with the same name and those small_shapes registers a separate task)")
 
 
@@ -153,6 +159,16 @@ def probe_failure_advice(source: str, error: str) -> str | None:
     if not any(sign in error.lower() for sign in _TOO_BIG_SIGNS):
         return None
     return "if the full size is too much for the CPU interpreter, " + small_shapes_advice(suggest_small_shapes(source))
+
+
+def interpreter_duration(elements: int) -> str:
+    """How long one evaluation at this many input elements takes under the CPU interpreter, at least."""
+    seconds = elements * CALLS_PER_EVALUATION / INTERPRETER_ELEMENTS_PER_S
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} minutes"
+    return f"about {round(seconds / 3600)} hours" if seconds < 172800 else f"about {round(seconds / 86400)} days"
 
 
 def _count(n: int) -> str:
