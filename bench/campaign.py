@@ -154,7 +154,8 @@ async def run_round(args: argparse.Namespace) -> int:
                 await submit(client, d, key, search_id, rnd, say)
                 if time.monotonic() > deadline:
                     return
-                waiting = load(d / "briefs" / key / "pending.json", {"steps": {}})["steps"]
+                waiting = {k: v for k, v in load(d / "briefs" / key / "pending.json", {"steps": {}})["steps"].items()
+                           if "error" not in v}  # a step whose answer was refused goes out again with the next briefs
                 if waiting:
                     say(f"{key}: {len(waiting)} steps still wait for proposals")
                     return
@@ -188,11 +189,21 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     t0 = time.monotonic()
     batch = await call(client, "expand_nodes", {"search_id": search_id, "items": items})
     elapsed = time.monotonic() - t0
+    errors = {}
     with (d / "records.jsonl").open("a") as out:
         for res in batch["results"]:
             info = meta.get(res["step_id"], {})
             out.write(json.dumps(step_record(key, search_id, rnd, res, info, elapsed / len(items))) + "\n")
-            pending["steps"].pop(res["step_id"], None) if res["ok"] else None
+            if res["ok"]:
+                pending["steps"].pop(res["step_id"], None)
+            else:  # the step stays out; its proposal is moved aside and the error shown with the next briefs
+                pending["steps"][res["step_id"]]["error"] = errors[res["step_id"]] = res.get("error")
+                for ext in (".py", ".note", ".json"):
+                    old = d / "proposals" / key / f"{res['step_id']}{ext}"
+                    if old.exists():
+                        old.rename(old.with_suffix(f"{ext}.rejected-{rnd}"))
+    if errors:  # what expand_nodes answered for those items, as the assistant would have read it
+        save(d / "briefs" / key / f"errors-call-{rnd}.json", errors)
     save(d / "briefs" / key / "pending.json", pending)
     verdicts = [r["result"]["evaluation"]["verdict"] if r["ok"] else "error" for r in batch["results"]]
     say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
@@ -250,6 +261,7 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
     save(folder / f"round-{own_round}.json", brief)
     steps = [brief, *brief.get("more_steps", [])]
     size = len(json.dumps(brief))  # what the proposer reads; shared parts are said once, so each step's share
+    pending["steps"] = {}
     for s in steps:
         if s.get("step_id") is None:
             continue
