@@ -76,6 +76,9 @@ def oob_kernel(x_ptr, y_ptr, shift, BLOCK: tl.constexpr):
     _next_one_passes(judge)
 
 
+# slow: a server process of its own, 18 s; a candidate's output kept from the parent's:
+# test_flooding_stdout_cannot_reach_the_parents_stdout_and_the_next_evaluation_passes
+@pytest.mark.slow
 def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
     """End to end: a server-like process whose stdout is the protocol stream sees none of the flood."""
     script = textwrap.dedent(f"""

@@ -104,6 +104,8 @@ def test_several_workers_per_gpu_get_distinct_slots_on_the_same_device() -> None
 
 
 
+# slow: two 12 s timeouts; fair sharing between clients: test_judge_fair.py
+@pytest.mark.slow
 def test_a_client_whose_evaluations_hang_cannot_hold_another_clients_behind_them(two_workers: Judge) -> None:
     """Two workers, client A sends two endless candidates, client B one normal candidate: B is judged at
     once (A holds at most all but one worker), while A's second evaluation waits for A's first."""

@@ -33,7 +33,7 @@ from tests.redteam import test_escape_ipc as escape_ipc
 from tests.redteam import test_hostile_reference as hostile_reference
 from tests.redteam import test_replay_state as replay_state
 from tests.redteam import test_wire_forgery as wire_forgery
-from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, judge, rt_root, summary  # noqa: F401 (fixtures)
+from tests.redteam.conftest import TOKEN_KERNELS, canary, evaluate, summary
 from tests.redteam.test_corrupt_judge import PATCHES
 from tests.redteam.test_corrupt_judge import attack as with_judge_helpers
 from tests.redteam.test_fake_outputs import ATTACKS as FAKE_OUTPUTS
@@ -68,6 +68,12 @@ class Uncovered:
 
 
 CALLS = "        self.calls = 0"
+
+
+@pytest.fixture(scope="module")
+def judge(shared_judge: Judge) -> Judge:
+    """The session's judge (tests/conftest.py); this module runs after the others that share it."""
+    return shared_judge
 
 FAMILIES: dict[str, tuple[Attack | Elsewhere | Uncovered, ...]] = {
     "side streams": (Elsewhere(

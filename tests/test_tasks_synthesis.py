@@ -111,6 +111,9 @@ def test_low_precision_tasks_state_their_tolerance():
             assert t.atol > 1e-2 and f"torch.{t.dtype}" in t.source and t.dtype in t.description
 
 
+# slow: probes four synthesized tasks, 27 s; the probe dropping a degenerate task:
+# test_a_constant_reference_is_rejected_by_the_probe
+@pytest.mark.slow
 def test_the_worker_probe_drops_a_degenerate_synthesized_candidate(app: App):
     # synthesize_tasks(2, 37) draws synthesize(4, 37); its first candidate ends in log_softmax -> relu -> tanh,
     # which is zero everywhere (log_softmax <= 0), so an all-zeros tensor passes on every input.
