@@ -72,7 +72,8 @@ CALLS = "        self.calls = 0"
 
 @pytest.fixture(scope="module")
 def judge(shared_judge: Judge) -> Judge:
-    """The session's judge (tests/conftest.py); this module runs after the others that share it."""
+    """The session's judge (tests/conftest.py), shared with other modules: the canary after each sandbox attack
+    keeps it whole for them."""
     return shared_judge
 
 FAMILIES: dict[str, tuple[Attack | Elsewhere | Uncovered, ...]] = {

@@ -186,11 +186,11 @@ def test_absurd_sources_still_get_an_answer_quickly():
 # -- create_task through the app (CPU interpreter judge) -----------------------------------------
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
-    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+def app(tmp_path_factory: pytest.TempPathFactory, shared_judge):
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=shared_judge)  # tests/conftest.py
     assert app.judge.backend == "cpu-interpreter"
     yield app
-    app.close()
+    app.store.close()  # the judge is the session's
 
 
 @pytest.fixture

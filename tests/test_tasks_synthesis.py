@@ -48,11 +48,12 @@ def _tasks(count: int, seed: int) -> tuple[SynthesizedTask, ...]:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
-    """The real CPU judge: synthesized tasks are probed in its sandboxed worker, as the server does."""
-    application = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+def app(tmp_path_factory: pytest.TempPathFactory, shared_judge):
+    """The real CPU judge (the session's, tests/conftest.py): synthesized tasks are probed in its sandboxed worker,
+    as the server does."""
+    application = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=shared_judge)
     yield application
-    application.close()
+    application.store.close()  # the judge is the session's
 
 
 def test_reproducible_and_seed_dependent():
