@@ -3,8 +3,9 @@
 The judge answers a proposing model that takes shortcuts (docs/judge.md, "Threat model"). FAMILIES maps each of
 the 18 families to how the default run checks it:
 
-- `Attack`: a candidate (its source taken from the test that found it) judged here, on the CPU, with the verdict
-  expected; one judge for the module, and one canary (an honest candidate passing cleanly) after them all;
+- `Attack`: a candidate (its source taken from the test that found it, or said to be new) judged here, on the CPU,
+  with the verdict expected, on the session's shared judge, and one canary (an honest candidate passing cleanly)
+  after them all;
 - `Elsewhere`: tests of the default run that check the family where it is decided (the timing protocol against
   fake runners, the hidden-work arithmetic, the replay), and the GPU tests that check it end to end;
 - `Uncovered`: what the judge does not check yet, and why (named in docs/judge.md's threat model).
@@ -210,7 +211,7 @@ def test_every_documented_family_is_checked_in_the_default_run_or_named_uncovere
                     "tests." + n.split("::")[0].removesuffix(".py").replace("/", ".")), n.split("::")[1].split(" ")[0])]
                 assert not gone, f"{family}: no such GPU test: {gone}"
     named = {f for f, entries in FAMILIES.items() if isinstance(entries[0], Uncovered)}
-    assert named == {"persisting L2", "shape hard-coding"}, "update docs/judge.md's known limits with this list"
+    assert named == {"persisting L2", "shape hard-coding"}, "update docs/judge.md's threat model with this list"
     assert all(f in (TESTS.parent / "docs" / "judge.md").read_text() for f in named)
 
 
