@@ -18,3 +18,29 @@ if "ADAEXPLORE_TEST_KEEP_CACHE" not in os.environ:
     import tempfile
 
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="adaexplore-test-cache-")
+
+
+import dataclasses  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def shared_judge():
+    """One CPU judge for the modules that only evaluate candidates on it (verdicts, probes, fidelity, error roots,
+    shortcut families): starting a judge costs about 10 s on two busy cores, closing it 3 s. Its data and cache
+    dirs live under /var/tmp, not pytest's /tmp, which every runner's private /tmp would hide twice anyway."""
+    from adaexplore_mcp.judge import Judge
+    from tests.test_judge_cases import cpu_settings
+
+    import tempfile
+
+    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+    root = Path(tempfile.mkdtemp(prefix="adaexplore-test-judge-", dir=base))
+    judge = Judge(dataclasses.replace(cpu_settings(root / "home"), cache_dir=root / "cache"))
+    judge.start(wait=True)
+    yield judge
+    judge.close()
+    shutil.rmtree(root, ignore_errors=True)

@@ -63,6 +63,9 @@ def test_every_op_is_parsed_and_segmented(tasks):
         assert [op.name for _, ops in segments(parsed.ops) for op in ops] == tail
 
 
+# slow: the bench tool's drafts against the real judge on two tasks, 80 s on two busy cores; legitimate kernels
+# passing is tests/fidelity's
+@pytest.mark.slow
 def test_some_draft_passes_the_judge(tmp_path):
     from adaexplore_mcp.app import App
     from adaexplore_mcp.config import JudgeLimits, Settings

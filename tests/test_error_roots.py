@@ -19,7 +19,7 @@ from adaexplore_mcp.judge.classify import (STAGE_RUN, CandidateFile, Root, class
 from adaexplore_mcp.judge.evaluation import Outcome
 from adaexplore_mcp.memory.records import error_core, failure_record
 from adaexplore_mcp.models import ErrorDetail, Evaluation, Verdict
-from tests.test_judge_cases import GOOD, cpu_settings, task
+from tests.test_judge_cases import GOOD, task
 
 SRC = """import triton
 import triton.language as tl
@@ -160,10 +160,8 @@ def test_the_referee_keeps_the_root_fields_a_runner_sends_and_drops_malformed_on
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory: pytest.TempPathFactory):
-    j = Judge(cpu_settings(tmp_path_factory.mktemp("judge")))
-    yield j
-    j.close()
+def judge(shared_judge: Judge) -> Judge:
+    return shared_judge  # tests/conftest.py: one judge for the modules that only evaluate
 
 
 def test_a_judged_candidate_carries_its_root_to_the_memory(judge: Judge) -> None:

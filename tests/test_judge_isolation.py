@@ -17,11 +17,9 @@ from tests.test_judge_cases import GOOD, candidate, cpu_settings, task
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory: pytest.TempPathFactory):
-    j = Judge(cpu_settings(tmp_path_factory.mktemp("judge")))
-    j.start(wait=True)
-    yield j
-    j.close()
+def judge(shared_judge: Judge) -> Judge:
+    """The session's judge (tests/conftest.py): each test here ends with an honest candidate passing on it."""
+    return shared_judge
 
 
 def _next_one_passes(judge: Judge) -> None:
@@ -76,6 +74,9 @@ def oob_kernel(x_ptr, y_ptr, shift, BLOCK: tl.constexpr):
     _next_one_passes(judge)
 
 
+# slow: a server process of its own, 18 s; a candidate's output kept from the parent's:
+# test_flooding_stdout_cannot_reach_the_parents_stdout_and_the_next_evaluation_passes
+@pytest.mark.slow
 def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
     """End to end: a server-like process whose stdout is the protocol stream sees none of the flood."""
     script = textwrap.dedent(f"""
@@ -95,6 +96,8 @@ def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
     assert out.stdout == "RESULT passed", (out.stdout[:500], out.stderr[-2000:])
 
 
+# slow: three evaluations and a new worker, 11 s on two busy cores: pool upkeep, not isolation
+@pytest.mark.slow
 def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:
     from adaexplore_mcp.judge import pool
 

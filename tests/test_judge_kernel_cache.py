@@ -16,7 +16,7 @@ from adaexplore_mcp.judge.kernel_cache import (
     BLOCK, MAX_BYTES, RECORD, STALE_S, KernelCache, read_tree, recorded_charge, safe_name, write_tree,
 )
 from adaexplore_mcp.models import Verdict
-from tests.test_judge_cases import candidate, cpu_settings, task
+from tests.test_judge_cases import candidate, task
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../x", "a/../b", "a/b/c", "", "a\nb", "x/.", "ab/..", 7, None])
@@ -147,11 +147,8 @@ def test_at_most_max_sources_are_kept_least_recently_used_out_first(tmp_path: Pa
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory: pytest.TempPathFactory):
-    j = Judge(cpu_settings(tmp_path_factory.mktemp("kcache")))
-    j.start(wait=True)
-    yield j
-    j.close()
+def judge(shared_judge: Judge) -> Judge:
+    return shared_judge  # tests/conftest.py; the sources below are this module's own, so is their cache
 
 
 # Writes a mark naming this process's run into its kernel cache; raises when it finds one left by an earlier run.

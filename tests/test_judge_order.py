@@ -8,7 +8,6 @@ the last one, so it runs beside them, and an evaluation that ends early takes it
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +26,10 @@ def request(source: str, trials: int) -> dict[str, Any]:
             "limits": asdict(JudgeLimits(trials=trials)), "timeout_s": 120.0}
 
 
-@pytest.fixture
-def referee(tmp_path: Path):
+@pytest.fixture(scope="module")
+def referee(tmp_path_factory: pytest.TempPathFactory):
+    """One referee for the module (starting one costs 6 s on two busy cores); each test spies on its own steps."""
+    tmp_path = tmp_path_factory.mktemp("order")
     ref = Referee("cpu", tmp_path / "home", tmp_path / "logs", tmp_path / "cache")
     yield ref
     ref.close()

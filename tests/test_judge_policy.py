@@ -92,6 +92,8 @@ def test_a_runner_that_cannot_start_under_the_policy_relaxes_it_and_says_so(tmp_
         referee.close()
 
 
+# slow: a referee of its own, 12 s on two busy cores (the replay's pipelining; the replay itself: test_judge_order.py)
+@pytest.mark.slow
 def test_requests_sent_ahead_to_a_runner_still_starting_are_answered_in_order(tmp_path: Path) -> None:
     """The replay's requests go to its spare before it is ready, and their answers are read later (runners.send
     and receive): a runner reads them once it is, and answers each in the order sent."""
@@ -156,6 +158,8 @@ def test_the_folder_the_server_was_started_in_stays_hidden(tmp_path: Path, monke
         assert package in policy.visible_dirs  # the package itself still comes back
 
 
+# slow: a referee of its own, 8 s; memory lent through CUDA IPC is a GPU matter
+@pytest.mark.slow
 def test_a_runner_let_go_before_its_kill_drops_what_it_was_lent(tmp_path: Path) -> None:
     """A runner killed while it maps memory lent through CUDA IPC never gives it back: the referee's blocks stay
     allocated. Before a kill the referee asks an in-step runner to release, which drops the work trace too (it

@@ -6,14 +6,12 @@ import pytest
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.models import Verdict
-from tests.test_judge_cases import AFFINE_TASK, HEADER, LINEAR_SMALL, LINEAR_TASK, cpu_settings, task
+from tests.test_judge_cases import AFFINE_TASK, HEADER, LINEAR_SMALL, LINEAR_TASK, task
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory: pytest.TempPathFactory):
-    j = Judge(cpu_settings(tmp_path_factory.mktemp("judge")))
-    yield j
-    j.close()
+def judge(shared_judge: Judge) -> Judge:
+    return shared_judge  # tests/conftest.py: one judge for the modules that only evaluate
 
 
 def _variant(forward: str, inputs: str = "torch.randn(N)") -> str:

@@ -26,6 +26,10 @@ from tests.test_judge_scheduling import pid_recording
 
 ray = pytest.importorskip("ray")
 
+# RAY_SLOW: the tests on a local Ray cluster (and the one that starts a fresh interpreter) take 90 s on two busy
+# cores, most of it starting the cluster; they run under -m slow. Ray is a deployment option (--workers ray),
+# not part of what the judge protects; the pool's code is the same as the local pool's the default run tests.
+
 
 def _parent_of(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -59,6 +63,7 @@ def ray_judge(tmp_path_factory: pytest.TempPathFactory):
         ray.shutdown()
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_concurrent_evaluations_are_spread_over_both_actors(ray_judge: Judge, tmp_path: Path) -> None:
     source = pid_recording(tmp_path, 0.3)
     with ThreadPoolExecutor(4) as pool:
@@ -72,6 +77,7 @@ def test_concurrent_evaluations_are_spread_over_both_actors(ray_judge: Judge, tm
     assert all(r.backend == "cpu-interpreter" and r.device_index is None for r in results)
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_progress_is_forwarded_from_the_actor(ray_judge: Judge) -> None:
     seen: list[tuple[float, str]] = []
     ev = ray_judge.evaluate(task(), GOOD,
@@ -82,11 +88,13 @@ def test_progress_is_forwarded_from_the_actor(ray_judge: Judge) -> None:
     assert [f for f, _ in seen] == sorted(f for f, _ in seen), seen  # in order
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_require_gpu_on_a_cluster_without_gpus_is_a_clear_error(ray_judge: Judge, tmp_path: Path) -> None:
     with pytest.raises(WorkerStartError, match="ADAEXPLORE_REQUIRE_GPU='H100'.*no GPU actors"):
         Judge(Settings(home=tmp_path, device="auto", ray_address="local", require_gpu="H100"))
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_an_actor_killed_mid_evaluation_gives_crashed_with_the_cause_and_is_replaced(ray_judge: Judge,
                                                                                      tmp_path: Path) -> None:
     started = tmp_path / "started"
@@ -111,6 +119,7 @@ def test_an_actor_killed_mid_evaluation_gives_crashed_with_the_cause_and_is_repl
     assert victim.wait_ready()["pid"] != actor_pid  # a new actor serves that slot
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_a_request_for_an_actor_that_died_idle_goes_to_a_fresh_one(ray_judge: Judge, tmp_path: Path) -> None:
     workers = list(ray_judge._pool._workers.values())
     old = {w.info["pid"] for w in workers}
@@ -129,6 +138,7 @@ def test_an_unreachable_cluster_is_a_clear_error_naming_its_address(tmp_path: Pa
         Judge(Settings(home=tmp_path, device="cpu", ray_address="127.0.0.1:9"))
 
 
+@pytest.mark.slow  # a local Ray cluster (45 s to start on two busy cores) or a fresh interpreter: see RAY_SLOW
 def test_the_local_pool_never_imports_ray_and_the_ray_pool_without_ray_says_how_to_get_it(tmp_path: Path) -> None:
     code = ("import sys\n"
             "from pathlib import Path\n"

@@ -270,6 +270,9 @@ def test_no_compile_is_started_without_the_time_to_finish_it_and_an_overrun_is_r
     assert compiled["unavailable"].startswith("torch.compile failed") and ev.ref.key in referee_baselines._compile_failed
 
 
+# slow: a judge of its own for one probe, 23 s; counting at full size:
+# test_a_task_is_counted_at_full_size_on_the_meta_device_even_when_the_runner_holds_small_shapes
+@pytest.mark.slow
 def test_a_probe_counts_the_task_at_full_size_in_the_reference_runner(tmp_path: Path) -> None:
     from adaexplore_mcp.judge import Judge
     from tests.test_judge_cases import LINEAR_SMALL, LINEAR_TASK, cpu_settings, task

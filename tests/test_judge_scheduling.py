@@ -38,6 +38,9 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory):
     judge.close()
 
 
+# slow: a judge of two workers of its own (20 s to start on two busy cores); scheduling: test_judge_fair.py, and this
+# module's GPU-lock and slot tests
+@pytest.mark.slow
 def test_concurrent_evaluations_are_spread_over_the_free_workers(two_workers: Judge, tmp_path: Path) -> None:
     source = pid_recording(tmp_path, 0.3)
     with ThreadPoolExecutor(4) as pool:
@@ -47,6 +50,8 @@ def test_concurrent_evaluations_are_spread_over_the_free_workers(two_workers: Ju
     assert len(served) == 2, served  # both workers' zygotes forked a runner
 
 
+# slow: on the same two-worker judge; a crash contained to its evaluation: test_judge_isolation.py
+@pytest.mark.slow
 def test_a_crash_in_one_worker_does_not_disturb_an_evaluation_running_in_another(two_workers: Judge,
                                                                                    tmp_path: Path) -> None:
     slow = pid_recording(tmp_path, 1.5)
@@ -104,6 +109,8 @@ def test_several_workers_per_gpu_get_distinct_slots_on_the_same_device() -> None
 
 
 
+# slow: two 12 s timeouts; fair sharing between clients: test_judge_fair.py
+@pytest.mark.slow
 def test_a_client_whose_evaluations_hang_cannot_hold_another_clients_behind_them(two_workers: Judge) -> None:
     """Two workers, client A sends two endless candidates, client B one normal candidate: B is judged at
     once (A holds at most all but one worker), while A's second evaluation waits for A's first."""

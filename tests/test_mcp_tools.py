@@ -21,10 +21,10 @@ NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
-    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+def app(tmp_path_factory: pytest.TempPathFactory, shared_judge):
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=shared_judge)  # tests/conftest.py
     yield app
-    app.close()
+    app.store.close()  # the judge is the session's
 
 
 def run(app: App, scenario) -> Any:

@@ -274,6 +274,8 @@ def _expand_in_child(path: str, sid: str, steps: list[str], tag: str, out: Any) 
     out.put((tag, won))
 
 
+# slow: two spawned processes, 12 s; leases and hand-outs in one process: the rest of this module
+@pytest.mark.slow
 def test_two_processes_expand_the_handed_out_steps_of_one_search(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
     svc = service(path)

@@ -186,11 +186,11 @@ def test_absurd_sources_still_get_an_answer_quickly():
 # -- create_task through the app (CPU interpreter judge) -----------------------------------------
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
-    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+def app(tmp_path_factory: pytest.TempPathFactory, shared_judge):
+    app = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=shared_judge)  # tests/conftest.py
     assert app.judge.backend == "cpu-interpreter"
     yield app
-    app.close()
+    app.store.close()  # the judge is the session's
 
 
 @pytest.fixture
@@ -212,6 +212,8 @@ def tool(app: App, tool_name: str, **args: Any) -> dict[str, Any]:
     return anyio.run(main)
 
 
+# slow: four real probes, 30 s on two busy cores
+@pytest.mark.slow
 def test_same_name_other_small_shapes_or_source_is_a_task_of_its_own(app: App, probes):
     first = tool(app, "create_task", name="twin", reference_source=SCALE_TASK)
     assert first["created"] is True and not any("twin" in w for w in first["warnings"])
@@ -335,6 +337,9 @@ def test_a_bug_in_the_reference_gets_no_size_advice(app: App, monkeypatch: pytes
     assert "small_shapes=" not in str(info.value)
 
 
+# slow: a real 2 s probe timeout (40 s on two busy cores, and over its own 30 s bound under load); the suggestion
+# itself: test_a_failing_probe_on_the_cpu_suggests_small_shapes_from_the_constants
+@pytest.mark.slow
 def test_a_real_probe_timeout_suggests_small_shapes(tmp_path: Path):
     slow = LARGE_TASK.replace("return x * self.scale + 1.0", "import time; time.sleep(60); return x")
     app = App(Settings(home=tmp_path, device="cpu", limits=JudgeLimits(timeout_s_cpu=2.0)))

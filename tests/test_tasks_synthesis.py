@@ -48,11 +48,12 @@ def _tasks(count: int, seed: int) -> tuple[SynthesizedTask, ...]:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
-    """The real CPU judge: synthesized tasks are probed in its sandboxed worker, as the server does."""
-    application = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"))
+def app(tmp_path_factory: pytest.TempPathFactory, shared_judge):
+    """The real CPU judge (the session's, tests/conftest.py): synthesized tasks are probed in its sandboxed worker,
+    as the server does."""
+    application = App(Settings(home=tmp_path_factory.mktemp("home"), device="cpu"), judge=shared_judge)
     yield application
-    application.close()
+    application.store.close()  # the judge is the session's
 
 
 def test_reproducible_and_seed_dependent():
@@ -111,6 +112,9 @@ def test_low_precision_tasks_state_their_tolerance():
             assert t.atol > 1e-2 and f"torch.{t.dtype}" in t.source and t.dtype in t.description
 
 
+# slow: probes four synthesized tasks, 27 s; the probe dropping a degenerate task:
+# test_a_constant_reference_is_rejected_by_the_probe
+@pytest.mark.slow
 def test_the_worker_probe_drops_a_degenerate_synthesized_candidate(app: App):
     # synthesize_tasks(2, 37) draws synthesize(4, 37); its first candidate ends in log_softmax -> relu -> tanh,
     # which is zero everywhere (log_softmax <= 0), so an all-zeros tensor passes on every input.

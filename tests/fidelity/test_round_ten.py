@@ -13,12 +13,12 @@ CPU interpreter (the `judge` fixture of conftest.py):
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
 
 from adaexplore_mcp.judge import Judge
 from adaexplore_mcp.judge.precision import relative_to_task
 from adaexplore_mcp.models import Verdict
-from tests.test_judge_cases import AFFINE_KERNEL, AFFINE_TASK, HEADER, cpu_settings, task
+from tests.test_judge_cases import AFFINE_KERNEL, AFFINE_TASK, HEADER, task
 
 STATIC_BUFFER = HEADER + AFFINE_KERNEL + '''
 
@@ -78,9 +78,12 @@ def get_init_inputs():
 '''
 
 
-def test_an_output_buffer_reused_by_every_call_is_refused_saying_so(tmp_path: Path) -> None:
-    with Judge(cpu_settings(tmp_path, trials=5)) as five:  # the default: trials 3 to 5 run in one request
-        ev = five.evaluate(task(AFFINE_TASK), STATIC_BUFFER)
+def test_an_output_buffer_reused_by_every_call_is_refused_saying_so(judge: Judge, monkeypatch) -> None:
+    # five trials, as by default: trials 3 to 5 run in one request (each request reads the judge's settings, so the
+    # module's judge serves; a judge of its own cost 10 s to start on two busy cores)
+    limits = dataclasses.replace(judge.settings.limits, trials=5)
+    monkeypatch.setattr(judge, "settings", dataclasses.replace(judge.settings, limits=limits))
+    ev = judge.evaluate(task(AFFINE_TASK), STATIC_BUFFER)
     assert ev.verdict == Verdict.rejected and ev.rejected.check == "bad_output", ev
     assert "same memory" in ev.rejected.message and "new tensors" in ev.rejected.message, ev.rejected
 

@@ -1,4 +1,9 @@
-"""Shared pieces of the red-team corpus: a judge per test module, the canary, the GAP marker.
+"""Shared pieces of the red-team corpus: a judge per test module, the canary, the GAP marker, what runs in CI.
+
+The red team's attacks are what only a human attacker would write (docs/judge.md, "Threat model"): every test
+here runs under the `slow` marker, outside the default run (`python -m pytest -q -m slow` runs them). The default
+run keeps one attack per shortcut family and one sandbox attack per module whose attacks could harm the judge,
+the server or the machine, each followed by the canary: tests/test_shortcut_families.py, on one judge.
 
 Every attack is a candidate (or a task reference) built here from small source fragments. After each
 attack the same judge evaluates GOOD, which must pass with no warnings (the canary). A canary failure is
@@ -65,6 +70,15 @@ def kernels_are_skipped():
     flag_kernel[(1,)](flag)
     return int(flag.item()) == 0
 '''
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of this folder is `slow`: outside the default run, run by `python -m pytest -q -m slow`."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
 
 
 class CanaryFailed(Exception):
