@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from adaexplore_mcp.errors import UserError
 from adaexplore_mcp.search.types import Edit
@@ -58,4 +58,27 @@ def apply_edits(source: str, edits: Iterable[Edit | Mapping[str, str]], max_byte
                 "Include more surrounding lines so it is unique."
             )
         source = source.replace(e.old, e.new, 1)
+    return source
+
+
+def candidate_source(kind: str, parent_source: Callable[[], str], kernel_source: str | None,
+                     edits: Iterable[Edit | Mapping[str, str]] | None, max_bytes: int) -> str:
+    """The kernel a step's answer stands for: the parent with `edits` applied (small steps; the parent's
+    source is read only then), or `kernel_source`; a UserError that says what to send otherwise."""
+    if kernel_source is not None and edits:
+        raise UserError("send either edits or kernel_source, not both")
+    if edits:
+        if kind == "large":
+            raise UserError("this is a large step: send a complete kernel_source (edits are for small steps)")
+        source = apply_edits(parent_source(), edits, max_bytes)
+    elif kernel_source is not None:
+        source = kernel_source
+    else:
+        need = "kernel_source" if kind == "large" else "edits (or a full kernel_source)"
+        raise UserError(f"expand_node needs {need} for this {kind} step")
+    if not isinstance(source, str) or not source.strip():
+        raise UserError("the kernel is empty; send Python source defining class ModelNew")
+    size = len(source.encode())
+    if size > max_bytes:
+        raise UserError(f"the kernel is {size} bytes; the limit is {max_bytes} bytes")
     return source

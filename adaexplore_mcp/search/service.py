@@ -61,7 +61,7 @@ from adaexplore_mcp.search import owner as O
 from adaexplore_mcp.search import repository as R
 from adaexplore_mcp.search import views as V
 from adaexplore_mcp.search.duplicates import source_key
-from adaexplore_mcp.search.edits import apply_edits
+from adaexplore_mcp.search.edits import candidate_source
 from adaexplore_mcp.search.evaluator import Evaluator, Progress
 from adaexplore_mcp.search.records import SearchRecord, StepRecord
 from adaexplore_mcp.search.strategies import plan_step
@@ -329,24 +329,9 @@ class SearchService:
         return step
 
     def _candidate(self, search_id: str, step: StepRecord, kernel_source: str | None, edits) -> str:
-        if kernel_source is not None and edits:
-            raise UserError("send either edits or kernel_source, not both")
-        if edits:
-            if step.kind == "large":
-                raise UserError("this is a large step: send a complete kernel_source (edits are for small steps)")
-            parent = self._read(R.load_nodes, search_id, [step.parent_id], sources=True)
-            source = apply_edits(parent[step.parent_id].kernel_source or "", edits, self.max_source_bytes)
-        elif kernel_source is not None:
-            source = kernel_source
-        else:
-            need = "kernel_source" if step.kind == "large" else "edits (or a full kernel_source)"
-            raise UserError(f"expand_node needs {need} for this {step.kind} step")
-        if not isinstance(source, str) or not source.strip():
-            raise UserError("the kernel is empty; send Python source defining class ModelNew")
-        size = len(source.encode())
-        if size > self.max_source_bytes:
-            raise UserError(f"the kernel is {size} bytes; the limit is {self.max_source_bytes} bytes")
-        return source
+        parent = (lambda: self._read(R.load_nodes, search_id, [step.parent_id], sources=True)[step.parent_id]
+                  .kernel_source or "")
+        return candidate_source(step.kind, parent, kernel_source, edits, self.max_source_bytes)
 
     def _attach(self, search_id: str, step: StepRecord, token: str, source: str, note: str,
                 evaluation: Evaluation, key: str) -> ExpandResult:
