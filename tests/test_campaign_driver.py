@@ -1,0 +1,48 @@
+"""The campaign driver's bookkeeping (bench/campaign.py, bench/campaign_table.py), without a server: how a
+proposal is read, what a step's record keeps, and the table's conventions (capped best, 0 for no correct
+kernel, the ranked speedup, best-so-far by step)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.campaign import problem_name, read_proposal, step_record
+from bench.campaign_table import best_by_step, summarize
+
+
+def test_a_proposal_is_a_py_kernel_with_a_note_or_json_edits(tmp_path):
+    (tmp_path / "step_a.py").write_text("class ModelNew: pass\n")
+    (tmp_path / "step_a.note").write_text("  fused epilogue \n")
+    (tmp_path / "step_b.json").write_text(json.dumps({"edits": [{"old": "a", "new": "b"}], "note": "tile 128"}))
+    assert read_proposal(tmp_path, "step_a") == {"kernel_source": "class ModelNew: pass\n", "note": "fused epilogue"}
+    assert read_proposal(tmp_path, "step_b")["edits"] == [{"old": "a", "new": "b"}]
+    assert read_proposal(tmp_path, "step_c") is None
+    assert problem_name("x/KernelBench/level2/12_Gemm_Multiply_LeakyReLU.py") == "L2_12_Gemm_Multiply_LeakyReLU"
+
+
+def test_a_step_record_keeps_every_yardstick_and_the_ranked_speedup():
+    res = {"step_id": "s1", "ok": True, "result": {
+        "node_id": 3, "reward": 0.6, "is_new_best": True, "ranked_speedup": 1.5, "ranked_against": "tf32",
+        "evaluation": {"verdict": "passed", "speedup": 3.0, "speedup_tf32": 1.5, "precision": {"below_fp32": True},
+                       "timing": {"speedup_compile": 2.0, "gpu": "H100", "roofline": {"pct_roofline": 40.0}}}}}
+    rec = step_record("P1__adaexplore", "srch_1", 2, res, {"kind": "small", "parent": 1, "brief_chars": 900,
+                                                           "round": 2}, 1.234)
+    assert (rec["problem"], rec["strategy"], rec["kind"], rec["parent"], rec["round"], rec["call"]) == (
+        "P1", "adaexplore", "small", 1, 2, 2)
+    assert (rec["speedup"], rec["speedup_tf32"], rec["speedup_compile"], rec["pct_roofline"]) == (3.0, 1.5, 2.0, 40.0)
+    assert rec["ranked_speedup"] == 1.5 and rec["below_fp32"] and rec["brief_chars"] == 900
+    refused = step_record("P1__adaexplore", "srch_1", 2, {"step_id": "s2", "ok": False, "error": "large step"}, {}, 0)
+    assert refused["ok"] is False and "large step" in refused["error"]
+
+
+def test_the_table_caps_counts_no_correct_kernel_as_zero_and_ranks_by_the_ranked_speedup():
+    def rec(search, verdict, ranked, compile_=None):
+        return {"search": search, "strategy": search.split("__")[1], "problem": search.split("__")[0], "ok": True,
+                "verdict": verdict, "ranked_speedup": ranked, "speedup_compile": compile_, "brief_chars": 100}
+    records = [rec("A__s", "passed", 2.0), rec("A__s", "mismatch", None), rec("A__s", "passed", 40.0, 5.0),
+               rec("B__s", "compile_error", None), rec("B__s", "mismatch", None)]
+    assert best_by_step(records[:3]) == [2.0, 2.0, 10.0]  # capped at 10x
+    s = summarize(records)["s"]
+    assert s["searches"] == 2 and s["steps"] == 5 and s["correct"] == 0.4
+    assert s["mean"] == 5.0 and abs(s["geomean"] - 10.0) < 1e-9 and s["with_correct"] == 1  # B counts 0 in the mean
+    assert s["fast_1"] == 0.5 and s["compile_mean"] == 5.0 and s["curve"] == [1.0, 1.0, 5.0]
