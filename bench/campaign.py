@@ -151,7 +151,8 @@ async def run_round(args: argparse.Namespace) -> int:
                 if time.monotonic() > deadline:
                     say(f"{key}: deadline reached, left for the next round")
                     return
-                await submit(client, d, key, search_id, rnd, say)
+                if not args.hand_out_only:
+                    await submit(client, d, key, search_id, rnd, say)
                 if time.monotonic() > deadline:
                     return
                 waiting = {k: v for k, v in load(d / "briefs" / key / "pending.json", {"steps": {}})["steps"].items()
@@ -163,7 +164,8 @@ async def run_round(args: argparse.Namespace) -> int:
 
         async with anyio.create_task_group() as tg:
             for key, search_id in state["searches"].items():
-                tg.start_soon(one_search, key, search_id)
+                if not args.search or key in args.search:
+                    tg.start_soon(one_search, key, search_id)
     save(d / "state.json", state)
     say(f"round {rnd} done")
     return 0
@@ -319,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--deadline-s", type=float, default=480.0, help="stop starting new work after this")
         p.add_argument("--concurrency", type=int, default=8, help="searches submitted at once")
         p.add_argument("--call-timeout-s", type=float, default=900.0)
+        if name == "round":
+            p.add_argument("--search", action="append", help="only this search (repeatable)")
+            p.add_argument("--hand-out-only", action="store_true", help="submit nothing, only hand out briefs "
+                           "(needs no GPU: with ADAEXPLORE_DEVICE=cuda the briefs say what the GPU host would)")
         if name == "reference":
             p.add_argument("--kernel", action="append", required=True, help="NAME=PATH (repeatable)")
     p = sub.add_parser("table")
