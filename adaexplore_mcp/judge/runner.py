@@ -28,6 +28,8 @@ from .compare import aliased_output, cloned, nbytes, refuse_shared, unsendable_r
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
+from .checks.buffer_reuse import with_decoy_first
+from .checks.off_distribution import draw_off_distribution
 from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runners import WATCHDOG_LEAD_S
@@ -199,8 +201,8 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         key = str(req["key"])
         for stale in (key, f"{key}/packs", f"{key}/outputs"):
             self.kept.pop(stale, None)
-        sets = []
-        for seed in req["seeds"]:
+        sets, scaled, labels = [], req.get("scaled") or (), {}
+        for j, seed in enumerate(req["seeds"]):
             seeding.manual_seed(int(seed))
             try:
                 with torch.device(self.device):
@@ -208,9 +210,11 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
                 if not isinstance(inputs, (list, tuple)):
                     return {"ref_error": f"the reference's get_inputs() returned {type(inputs).__name__}, not a list"}
                 inputs = on_device(inputs, self.device, req.get("host_values"))  # the replay's: host_inputs.py
-                result = None
-                if req.get("outputs", True):
-                    result = self._forward_ref(_guarded(inputs), req.get("mode", "strict"), sync=False)
+                result, forward = None, lambda xs: self._forward_ref(_guarded(xs), req.get("mode", "strict"), sync=False)
+                if j in scaled:  # the off-distribution trial (checks/off_distribution.py)
+                    inputs, result, labels[str(j)] = draw_off_distribution(inputs, forward)
+                elif req.get("outputs", True):
+                    result = forward(inputs)
             except BaseException as exc:  # noqa: BLE001
                 return self._ref_error("get_inputs()/forward", exc)
             sets.append((inputs, result))
@@ -222,7 +226,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         packs: list[Any] = []
         self.kept[f"{key}/packs"] = packs
         both = wire.encode_value([[list(i), o] for i, o in sets], out, packs)["list"]
-        return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both]}
+        return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both], "scaled": labels}
 
     def op_outputs(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Reference: its outputs for the kept sets the referee picked after a timed block (by index, each
@@ -271,7 +275,9 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
         results, kept = [], []
         for i, inputs in enumerate(sets):
-            result, reply = self._forward_one(inputs, bool(req.get("record")))
+            decoy = with_decoy_first(inputs, lambda x: self._forward_one(x, False)) if i in (req.get("reuse") or ()) \
+                else None  # an output cache keyed on a buffer's address answers the next call wrongly
+            result, reply = (None, decoy) if decoy is not None else self._forward_one(inputs, bool(req.get("record")))
             kept.append(result if "verdict" not in reply else None)
             results.append(reply)
             if "verdict" in reply:
