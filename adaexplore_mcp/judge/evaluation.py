@@ -30,6 +30,7 @@ from .classify import static_error
 from .compare import ALIASED, as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
+from .checks.perturbation import perturb_both
 from .checks.trial_plan import draw_plan
 from .outcome import Outcome, fresh_seed
 from .referee_replay import LAUNCHED_NAMES_SEEN, PendingReplay, finish_replay, start_replay
@@ -152,13 +153,14 @@ class Evaluation:
             out.error(reply)
             return
         seed = fresh_seed()
-        self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
+        built, _ = self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
         reply, _ = self.cand_call({"op": "build", "seed": seed, "init_inputs": self.ref.init_inputs},
                                   self.ref.init_buffers)
         if "verdict" in reply or "ok" not in reply:
             out.error(reply)
             return
         self._flags(reply.get("flags"), "while building")
+        perturb_both(self, seed, built.get("state"), reply.get("state"))  # parameters that matter
         self.mark("build")
         lineup = "same_seed"
         first = self.trials()

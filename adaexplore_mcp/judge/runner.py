@@ -30,6 +30,7 @@ from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
 from .checks.buffer_reuse import with_decoy_first
 from .checks.off_distribution import draw_off_distribution
+from .checks.perturbation import perturb, state_index
 from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runners import WATCHDOG_LEAD_S
@@ -166,7 +167,14 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         self.model = model
         changed = precision.changed_flags(flags, precision.snapshot())
         precision.restore(flags)
-        return {"ok": True, "flags": changed}
+        return {"ok": True, "flags": changed, "state": state_index(model)}
+
+    def op_perturb(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Perturb the named parameters and constant buffers (checks/perturbation.py), alike in both models."""
+        keys = {str(k): str(v) for k, v in dict(req["keys"]).items()}
+        count = perturb(self.model, int(req["seed"]), keys)
+        self._sync()
+        return {"perturbed": count}
 
     def op_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The reference's parameters and buffers by name (for the copied line-up)."""
