@@ -28,6 +28,7 @@ class Outcome:
     unconfirmed: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)  # every kernel a trial launched; the result lists the first
     task_dtype: str = "float32"
+    measured: dict[str, float] | None = None  # checks/measured_precision.py
     oom: bool = False  # something ran out of memory: this referee is replaced after answering (`recycle`)
 
     def fail(self, verdict: Verdict, **fields: Any) -> "Outcome":
@@ -57,7 +58,7 @@ class Outcome:
     def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
-                              "task_dtype": self.task_dtype},
+                              "task_dtype": self.task_dtype, "measured": self.measured},
                 "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels[:LAUNCHED_NAMES_KEPT],
                 **({"recycle": True} if self.oom else {}),
                 # H200: with 6 GiB tasks the judge's own processes held the rest of the GPU; worth one retry.

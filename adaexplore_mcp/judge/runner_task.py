@@ -13,7 +13,8 @@ import torch
 
 from ..errors import safe_str
 from ..tasks.format import import_file
-from . import precision
+from . import precision, wire
+from .checks.measured_precision import MAX_BYTES, float64_outputs
 from .compare import tensor_specs
 
 
@@ -21,6 +22,8 @@ class TaskOps:
     """Mixed into the Runner (runner.py), which holds the loaded module, init inputs and device."""
 
     module: Any
+    model: Any
+    kept: dict[str, Any]
     init_inputs: list[Any]
     device: str
     shapes: dict[str, Any]
@@ -84,3 +87,20 @@ class TaskOps:
             return {"error": type(exc).__name__}
         outs = result if isinstance(result, (list, tuple)) else [result]
         return {"inputs": tensor_specs(inputs), "outputs": tensor_specs(outs)}
+
+    def op_float64(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Reference: its outputs for the first kept set of `key`, computed in float64 (measured precision:
+        checks/measured_precision.py). A set or model too large for a float64 copy is skipped, and said so."""
+        inputs = list(self.kept[str(req["key"])][0][0])
+        if sum(x.numel() * 8 for x in inputs if isinstance(x, torch.Tensor)) > MAX_BYTES:
+            return {"skipped": "the inputs are too large for a float64 copy"}
+        try:
+            result = float64_outputs(self.model, inputs)
+            self._sync()
+        except Exception as exc:  # noqa: BLE001 - an operator without a float64 kernel
+            return {"skipped": f"the reference does not run in float64 ({type(exc).__name__})"}
+        if result is None:
+            return {"skipped": "the model is too large for a float64 copy"}
+        packs: list[Any] = []
+        self.kept[f"{req['key']}/float64"] = (result, packs)
+        return {"outputs": wire.encode_value(result, out, packs)}

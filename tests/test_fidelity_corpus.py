@@ -1,0 +1,53 @@
+"""The fidelity corpus (tests/fidelity_cases.py) under the CPU interpreter: each shortcut gets its verdict,
+each honest pattern passes, and the result says which fidelity check ran (issue 39)."""
+
+from __future__ import annotations
+
+import pytest
+
+from adaexplore_mcp.judge import Judge
+from adaexplore_mcp.models import Evaluation, Verdict
+from adaexplore_mcp.tasks.format import TaskSpec
+from tests.fidelity_cases import CASES, Case
+from tests.test_judge_cases import cpu_settings
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory: pytest.TempPathFactory):
+    j = Judge(cpu_settings(tmp_path_factory.mktemp("fidelity-corpus")))
+    yield j
+    j.close()
+
+
+def _explain(ev: Evaluation) -> str:
+    return (f"verdict={ev.verdict.value} mismatch={ev.mismatch} rejected={ev.rejected} error={ev.error} "
+            f"precision={ev.precision} fidelity={ev.fidelity} warnings={ev.warnings}")
+
+
+def _evaluate(judge: Judge, case: Case) -> Evaluation:
+    spec = TaskSpec(task_id=f"fc-{case.id}", name=case.id, source=case.task, small_shapes=dict(case.small_shapes))
+    return judge.evaluate(spec, case.candidate)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_each_case_gets_its_verdict(judge: Judge, case: Case) -> None:
+    ev = _evaluate(judge, case)
+    assert ev.verdict == Verdict(case.verdict), _explain(ev)
+    assert ev.fidelity and "replayed_trial" in ev.fidelity, _explain(ev)
+    if case.verdict == "passed":
+        assert ev.precision.below_fp32 == case.id.startswith("bf16"), _explain(ev)
+        assert ev.precision.measured and ev.precision.measured["reference"] < 1e-5, _explain(ev)
+
+
+def test_what_each_check_reports(judge: Judge) -> None:
+    by_id = {c.id: c for c in CASES}
+    clamp = _evaluate(judge, by_id["clamp_dropped"])
+    assert clamp.mismatch is not None and clamp.mismatch.inputs == "off_distribution", _explain(clamp)
+    assert clamp.fidelity["off_distribution"] == "8*x+1"
+    ln = _evaluate(judge, by_id["honest_layernorm"])
+    assert ln.fidelity["perturbation"]["tensors"] == 2 and ln.fidelity["perturbation"]["by_name"] == 2
+    cache = _evaluate(judge, by_id["output_cache_keyed_on_data_ptr"])
+    assert cache.mismatch is not None and cache.mismatch.trial == cache.fidelity["reused_buffer_trial"], _explain(cache)
+    lowp = _evaluate(judge, by_id["bf16_by_hand"])
+    assert lowp.precision.measured["candidate"] > 100 * lowp.precision.measured["reference"], _explain(lowp)
+    assert any(r.startswith("measured") for r in lowp.precision.reasons)
