@@ -232,6 +232,26 @@ DATA_PTR_CACHE = elementwise("    y = x * 2 + 1", init="        self.cache = {}\
         return self.cache.setdefault(x.data_ptr(), y)''')
 
 
+HARD_CODED_SHAPE = elementwise("    y = x * 2 + 1", forward="        return ew(x.view(4, 32))  # the task's one shape")
+
+NO_TAIL = HEADER + '''
+@triton.jit
+def ew_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2 + 1)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        y = torch.zeros_like(x)
+        ew_kernel[(x.numel() // 32,)](x, y, BLOCK=32)  # no mask: every size is a multiple of 32 here
+        return y
+'''
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -259,6 +279,10 @@ CASES = [
     Case("bf16_by_hand", ROWS_TASK.format(expr="x * 2 + 1"),
          elementwise("    x = (x.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)\n    y = x * 2 + 1"),
          "passed", shortcut="the top 16 bits of a float32 (bf16) with no precision flag in the source"),
+    Case("shape_written_into_the_source", ROWS_TASK.format(expr="x * 2 + 1"), HARD_CODED_SHAPE, "runtime_error",
+         shortcut="the task's shapes as literals"),
+    Case("no_mask_for_a_tail", ROWS_TASK.format(expr="x * 2 + 1"), NO_TAIL, "mismatch",
+         shortcut="every size a multiple of the block"),
     Case("derived_constants_follow_small_shapes", DERIVED_TASK, DERIVED, "passed",
          small_shapes={"batch_size": 8, "out_channels": 16}),
 ]

@@ -48,6 +48,13 @@ def test_what_each_check_reports(judge: Judge) -> None:
     assert ln.fidelity["perturbation"]["tensors"] == 2 and ln.fidelity["perturbation"]["by_name"] == 2
     cache = _evaluate(judge, by_id["output_cache_keyed_on_data_ptr"])
     assert cache.mismatch is not None and cache.mismatch.trial == cache.fidelity["reused_buffer_trial"], _explain(cache)
+    assert ln.fidelity["second_shape_set"] == {"dim": 25}  # rows = 4 stays: under 16, and not a batch
+    shaped = _evaluate(judge, by_id["shape_written_into_the_source"])
+    assert "second shape set" in shaped.error.message and "cols=25" in shaped.error.message, _explain(shaped)
+    tail = _evaluate(judge, by_id["no_mask_for_a_tail"])
+    assert tail.mismatch is not None and tail.mismatch.shape_set == "second", _explain(tail)
+    derived = _evaluate(judge, by_id["derived_constants_follow_small_shapes"])
+    assert derived.fidelity["second_shape_set"] == {"batch_size": 7, "out_channels": 13}, _explain(derived)
     lowp = _evaluate(judge, by_id["bf16_by_hand"])
     assert lowp.precision.measured["candidate"] > 100 * lowp.precision.measured["reference"], _explain(lowp)
     assert any(r.startswith("measured") for r in lowp.precision.reasons)

@@ -32,6 +32,7 @@ from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
 from .checks.measured_precision import check_measured_precision
 from .checks.perturbation import perturb_both
+from .checks.pipeline import after_pass
 from .checks.trial_plan import draw_plan
 from .outcome import Outcome, fresh_seed
 from .referee_replay import LAUNCHED_NAMES_SEEN, PendingReplay, finish_replay, start_replay
@@ -191,6 +192,11 @@ class Evaluation:
             if not out.done:  # every passing run of the trials replays one of them: never
                 out.reject("work_not_replayable", "no trial of the candidate was replayed (a bug in the judge)")
             return
+        self.progress(0.72, "checking at a second, unseen shape set")
+        after_pass(self)  # checks/pipeline.py
+        self.mark("fidelity_after_pass")
+        if out.done:
+            return
         if self.device == "cuda":
             from .referee_timing import time_candidate
 
@@ -239,10 +245,11 @@ class Evaluation:
         replay, self.replay = self.replay, None
         self.work_checked = replay is not None and finish_replay(self, replay)
 
-    def trial_batch(self, first: int, count: int, n: int) -> dict | None:
+    def trial_batch(self, first: int, count: int, n: int, seeds: list[int] | None = None) -> dict | None:
+        """Trials first..first+count-1 in one call: the plan's seeds, or `seeds` (a trial beyond the plan's)."""
         trials = range(first, first + count)
         scaled = [k for k, t in enumerate(trials) if t == self.plan.off_distribution]
-        made = self.make_inputs([self.plan.seeds[t] for t in trials], "trial", scaled=scaled)
+        made = self.make_inputs(seeds or [self.plan.seeds[t] for t in trials], "trial", scaled=scaled)
         for _, ref_out in made:
             kinds = [type(o).__name__ for o in as_tensors(ref_out) if not isinstance(o, torch.Tensor)]
             if kinds:

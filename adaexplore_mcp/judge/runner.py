@@ -53,6 +53,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         self.role = ""
         self.init_inputs: list[Any] = []
         self.model: Any = None
+        self.stashed: Any = None
         self.kept: dict[str, Any] = {}
         self.bench: Any = None
         self.frontend: Any = None
@@ -164,10 +165,17 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
             if self.role == "ref":
                 return self._ref_error("Model(*get_init_inputs())", exc)
             return self._error(exc, STAGE_BUILD)
+        if req.get("stash"):  # a second model (checks/second_shapes.py): the first waits, for `unstash`
+            self.stashed = self.model
         self.model = model
         changed = precision.changed_flags(flags, precision.snapshot())
         precision.restore(flags)
         return {"ok": True, "flags": changed, "state": state_index(model)}
+
+    def op_unstash(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Put back the model a `stash` build set aside."""
+        self.model, self.stashed = self.stashed, None
+        return {"ok": True}
 
     def op_perturb(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Perturb the named parameters and constant buffers (checks/perturbation.py), alike in both models."""

@@ -14,9 +14,12 @@ changes nothing at these inputs, the interpreter's exact fp32 dot standing in fo
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:  # the runner imports this module too: no referee types at run time
+    from .context import Judging
 
 FACTOR = 64.0
 FLOOR = 2e-5
@@ -63,7 +66,7 @@ def below_fp32(errors: dict[str, float]) -> bool:
     return errors["candidate"] > max(FACTOR * errors["reference"], FLOOR)
 
 
-def check_measured_precision(ev: Any, ref_out: Any, got: Any) -> None:
+def check_measured_precision(ev: Judging, ref_out: Any, got: Any) -> None:
     """Referee side, on the first trial (its set still kept by the reference runner under key 'trial'):
     ask for the float64 outputs, measure, and add a precision reason when far above the reference's error."""
     from ..compare import as_tensors

@@ -1,11 +1,14 @@
-"""Parameters that matter: both models' parameters and constant buffers perturbed alike after construction.
+"""Parameters that matter: parameters and buffers still at an initial constant, perturbed alike in both models
+after construction.
 
 Answers a candidate that ignores a parameter or buffer because it sits at its initial constant: LayerNorm's
-weight and bias (ones and zeros), BatchNorm's running statistics (zeros and ones), a bias initialised to zero.
-After both models are built under the same seed, every floating parameter, and every floating buffer whose
-elements are all equal (a constant a candidate could assume), is changed in both: multiplied elementwise by
-U(0.5, 1.5), or, where all zeros, replaced by U(-0.5, 0.5). Structured buffers (a causal mask, a rotary table)
-are left as built: a kernel that recomputes them from the task's definition is honest.
+weight and bias (ones and zeros), BatchNorm's running statistics (zeros and ones), an RMSNorm scale built with
+`torch.ones`, a bias built with `torch.zeros`. After both models are built under the same seed, every floating
+parameter or buffer whose elements all hold one value is changed in both: multiplied elementwise by
+U(0.5, 1.5) (a positive constant stays positive), or, where all zeros, replaced by U(-0.5, 0.5). Tensors drawn
+at random (a Linear's weight) already carry information and stay as built, so a candidate that derives state
+from them at construction (a weight summed once into a buffer) is judged on what it computes; structured
+buffers (a causal mask, a rotary table) stay too, since a kernel that recomputes them is honest.
 
 "Alike" needs the line-up: a candidate tensor is perturbed when the reference has one of the same name and
 shape, or else exactly one of the same shape and bytes (a candidate that names its layers otherwise); its
@@ -19,33 +22,33 @@ The runner side (`state_index`, `perturb`) runs in each runner on its own model;
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..tensor_digest import tensor_digest
 
+if TYPE_CHECKING:  # the runner imports this module too: no referee types at run time
+    from .context import Judging
+
 KIND = "x*U(0.5,1.5), zeros->U(-0.5,0.5)"
 
 
-def _tensors(model: Any) -> dict[str, tuple[torch.Tensor, bool]]:
-    """Floating parameters (True) and constant buffers (False) by state-dict name."""
+def _tensors(model: Any) -> dict[str, torch.Tensor]:
+    """Floating parameters and buffers that one constant fills, by state-dict name."""
     if not isinstance(model, torch.nn.Module):
         return {}
-    params = {id(p) for p in model.parameters()}
     out = {}
     for name, t in model.state_dict(keep_vars=True).items():
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0 or t.is_meta:
-            continue
-        is_param = id(t) in params
-        if is_param or bool((t == t.reshape(-1)[0]).all()):  # a buffer: only when one constant fills it
-            out[name] = (t, is_param)
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0 and not t.is_meta:
+            if bool((t == t.reshape(-1)[0]).all()):
+                out[name] = t
     return out
 
 
 def state_index(model: Any) -> list[list[Any]]:
     """[name, shape, digest] of each tensor that may be perturbed (runner side)."""
-    return [[name, list(t.shape), "%x:%x" % tensor_digest(t.detach())] for name, (t, _) in _tensors(model).items()]
+    return [[name, list(t.shape), "%x:%x" % tensor_digest(t.detach())] for name, t in _tensors(model).items()]
 
 
 def perturb(model: Any, seed: int, keys: dict[str, str]) -> int:
@@ -55,7 +58,7 @@ def perturb(model: Any, seed: int, keys: dict[str, str]) -> int:
         for name, key in keys.items():
             if name not in tensors:
                 continue
-            t = tensors[name][0]
+            t = tensors[name]
             gen = torch.Generator(device=t.device)
             gen.manual_seed(int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:7], "little"))
             u = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32).to(t.dtype) + 0.5
@@ -84,7 +87,7 @@ def lineup(ref_index: Any, cand_index: Any) -> tuple[dict[str, str], dict[str, s
     return {r: r for r in used}, keys, report
 
 
-def perturb_both(ev: Any, seed: int, ref_index: Any, cand_index: Any) -> None:
+def perturb_both(ev: Judging, seed: int, ref_index: Any, cand_index: Any, report_as: str = "perturbation") -> None:
     """Referee side, right after both builds: line the two models' tensors up and perturb them in both
     runners; the report goes to `ev.fidelity["perturbation"]`."""
     ref_keys, cand_keys, report = lineup(ref_index, cand_index)
@@ -94,4 +97,4 @@ def perturb_both(ev: Any, seed: int, ref_index: Any, cand_index: Any) -> None:
         reply, _ = ev.cand_call({"op": "perturb", "seed": seed, "keys": cand_keys})
         if reply.get("perturbed") != len(cand_keys):
             report["candidate_perturbed"] = reply.get("perturbed") if isinstance(reply.get("perturbed"), int) else 0
-    ev.fidelity["perturbation"] = report
+    ev.fidelity[report_as] = report
