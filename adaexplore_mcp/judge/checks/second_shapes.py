@@ -10,7 +10,8 @@ becomes an odd number about three quarters of it (no multiple of 16 or of any bl
 constants multiples of 8 (head counts, groups), then only the batch moves; a task none of whose rungs runs says
 its constants cannot move (`fidelity.second_shape_set`). What a rung gives is remembered per task in the
 referee. Both models are built again there under a fresh seed and perturbed alike (perturbation.py); one trial
-is compared, and a mismatch or an error there names the shape set (`mismatch.shape_set`, the error's message).
+is compared (with the reference's parameters copied in by name when the task's shapes needed that line-up),
+and a mismatch or an error there names the shape set (`mismatch.shape_set`, the error's message).
 The candidate's first model is kept aside in its runner and put back after, so timing runs the model judged.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 from ...models import Verdict
 from ...tasks.format import integer_constants
 from ..outcome import fresh_seed
-from ..referee import ReferenceFailure
+from ..referee import Referee, ReferenceFailure
 from .context import Judging
 from .perturbation import perturb_both
 
@@ -48,19 +49,23 @@ def rungs(source: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _reference(ev: Judging) -> tuple[Any, dict[str, Any] | None]:
-    """The reference runner at the second shape set (the first rung that loads, builds and draws), or None."""
-    task = ev.req["task"]
+CANNOT_MOVE = ("the task's constants cannot move: the reference fails at every second shape set derived from them, "
+               "or none of them is a size, so a candidate with its shapes written into the source is not caught")
+
+
+def second_reference(referee: Referee, task: dict, deadline: float) -> tuple[Any, dict[str, Any] | None]:
+    """The reference runner at the second shape set (the first rung that loads, builds and draws), and its
+    shapes; (None, None) when the constants cannot move. Remembered per task; the probe asks first."""
     key = (task["module"], tuple(sorted((k, str(v)) for k, v in task["shapes"].items())))
     if key in _moved and _moved[key] is None:
         return None, None
     for shapes in ([_moved[key]] if key in _moved else rungs(task["source"], task["shapes"])):
         try:
-            ref2 = ev.referee.reference({**task, "shapes": shapes}, ev.deadline)
-            ev.referee.call_ref(ref2, {"op": "build", "seed": 0}, ev.deadline, "building the reference")
-            ev.referee.call_ref(ref2, {"op": "make", "seeds": [0], "key": "probe", "outputs": True}, ev.deadline,
-                                "running the reference at the second shape set")
-            ev.referee.call_ref(ref2, {"op": "release", "keep_cache": ev.keep_cache}, ev.deadline, "releasing")
+            ref2 = referee.reference({**task, "shapes": shapes}, deadline)
+            referee.call_ref(ref2, {"op": "build", "seed": 0}, deadline, "building the reference")
+            referee.call_ref(ref2, {"op": "make", "seeds": [0], "key": "probe"}, deadline,
+                             "running the reference at the second shape set")
+            referee.settle(ref2)  # lets go of the draw, and accounts its memory
         except ReferenceFailure:
             continue
         _moved[key] = shapes
@@ -72,10 +77,9 @@ def _reference(ev: Judging) -> tuple[Any, dict[str, Any] | None]:
 def check_second_shape_set(ev: Judging) -> None:
     """After the candidate passed at the task's shapes: one trial at the second shape set (a failure goes in
     `ev.out`, naming the set); `ev.fidelity['second_shape_set']` says what ran."""
-    ref2, shapes = _reference(ev)
+    ref2, shapes = second_reference(ev.referee, ev.req["task"], ev.deadline)
     if ref2 is None:
-        ev.fidelity["second_shape_set"] = "none: the task's constants cannot move (the reference fails at every " \
-                                          "derived set, or it has no size constants)"
+        ev.fidelity["second_shape_set"] = f"none: {CANNOT_MOVE}"
         return
     ev.fidelity["second_shape_set"] = {k: list(v) if isinstance(v, tuple) else v for k, v in shapes.items()}
     seed = fresh_seed()
@@ -90,6 +94,8 @@ def check_second_shape_set(ev: Judging) -> None:
             return
         ev.ref = ref2
         perturb_both(ev, seed, built.get("state"), reply.get("state"), report_as="perturbation_second_set")
+        if ev.out.fields.get("lineup") == "copied_by_name":  # the line-up the task's shapes needed
+            ev.copy_reference_parameters()
         mismatch = ev.trial_batch(ev.limits.trials, 1, ev.limits.trials, seeds=[fresh_seed()])
         if mismatch is not None:
             ev.out.fail(Verdict.mismatch, mismatch={**mismatch, "shape_set": "second"},
