@@ -252,6 +252,66 @@ class ModelNew(nn.Module):
 '''
 
 
+# A reduction handed to a second kernel as a Python float: `x / mean(|x|)`.
+ITEM_CHAIN = HEADER + '''
+@triton.jit
+def abs_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.abs(tl.load(x_ptr + offs, mask=offs < n, other=0.0)), 0))
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        total = torch.empty(1, device=x.device, dtype=x.dtype)
+        abs_sum_kernel[(1,)](x, total, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+        inv = x.numel() / total.item()  # Python arithmetic on the value read back
+        y = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), inv, BLOCK=128)
+        return y
+'''
+
+# A kernel made an operator with torch.library.custom_op (what torch.compile needs).
+CUSTOM_OP = HEADER + '''
+@triton.jit
+def affine_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2 + 1, mask=mask)
+
+
+@torch.library.custom_op("fidelity_corpus::affine", mutates_args=())
+def affine(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    affine_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128)
+    return y
+
+
+@affine.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return affine(x)
+'''
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -283,6 +343,8 @@ CASES = [
          shortcut="the task's shapes as literals"),
     Case("no_mask_for_a_tail", ROWS_TASK.format(expr="x * 2 + 1"), NO_TAIL, "mismatch",
          shortcut="every size a multiple of the block"),
+    Case("honest_item_scalar_into_a_launch", ROWS_TASK.format(expr="x / x.abs().mean()"), ITEM_CHAIN, "passed"),
+    Case("honest_custom_op", ROWS_TASK.format(expr="x * 2 + 1"), CUSTOM_OP, "passed"),
     Case("derived_constants_follow_small_shapes", DERIVED_TASK, DERIVED, "passed",
          small_shapes={"batch_size": 8, "out_channels": 16}),
 ]

@@ -111,3 +111,25 @@ def test_the_real_kernel_on_the_first_calls_only_is_caught_when_a_later_trial_is
     finally:
         referee.close()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_value_read_back_into_a_launch_is_recomputed_by_the_replay_and_item_is_put_back(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    from adaexplore_mcp.judge.host_scalars import HostScalar, evaluate
+    from tests.fidelity_cases import ITEM_CHAIN
+    from tests.test_work_replay import load, record, replay
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    item = torch.Tensor.item
+    module = load(tmp_path, ITEM_CHAIN, "cand_item_chain")
+    model = module.ModelNew()
+    trace, _ = record(module, model, torch.randn(4, 32))
+    assert torch.Tensor.item is item  # the recording's patch is gone
+    launch = [s for s in trace.program()["steps"] if s.get("launch") == "scale_kernel"][0]
+    assert launch["args"]["l"][3] == {"hexpr": ["/", ["c", 128.0], ["h", 0]]}
+    fresh = torch.randn(4, 32) * 3
+    run, got = replay(tmp_path, ITEM_CHAIN.replace("cand_item_chain", "x"), trace, fresh)
+    assert run.host_differs is not None  # another value came back, and the launch used it
+    torch.testing.assert_close(got, fresh / fresh.abs().mean())
+    assert evaluate(["neg", ["abs", ["h", 0]]], {0: -2.0}, float) == -2.0
+    assert -HostScalar(2.0, ["h", 0]) == -2.0 and isinstance(abs(HostScalar(-2.0, ["h", 0])), HostScalar)
