@@ -1,7 +1,7 @@
 """Does the candidate's own Triton code do the work? Decided by a replay in a process of its own.
 
-The candidate's runner records every trial alike (work_trace.py). The second one (the first may autotune,
-and record every config it benchmarked) is sent, as a program, to a fresh spare runner that never imports
+The candidate's runner records every trial alike (work_trace.py). One drawn at random after the first (which
+may autotune, and record every config it benchmarked: checks/trial_plan.py) is sent, as a program, to a fresh spare runner that never imports
 the candidate (replay.py), which replays it while the candidate's remaining trials run in their own process
 (on a GPU neither is timed). The referee lends it inputs drawn for this alone, and compares what comes back
 itself, before any timing (a candidate that fails here is not timed):
