@@ -23,6 +23,7 @@ class Judging(Protocol):
     fidelity: dict[str, Any]
     limits: JudgeLimits
     deadline: float
+    set_bytes: int  # a trial set's inputs, outputs and their copies
 
     @property
     def keep_cache(self) -> bool: ...

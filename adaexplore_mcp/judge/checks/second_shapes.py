@@ -26,6 +26,7 @@ from ..referee import Referee, ReferenceFailure
 from .context import Judging
 from .perturbation import perturb_both
 
+MAX_SET_BYTES = 1 << 30  # a trial set (inputs, outputs, copies) this large: no second reference beside the first
 BATCH_NAMES = ("batch", "batch_size", "batchsize", "bs", "n_batch", "num_batches")
 _moved: dict[tuple, dict[str, Any] | None] = {}  # reference key -> the rung that ran, or None: cannot move
 
@@ -77,6 +78,9 @@ def second_reference(referee: Referee, task: dict, deadline: float) -> tuple[Any
 def check_second_shape_set(ev: Judging) -> None:
     """After the candidate passed at the task's shapes: one trial at the second shape set (a failure goes in
     `ev.out`, naming the set); `ev.fidelity['second_shape_set']` says what ran."""
+    if ev.set_bytes >= MAX_SET_BYTES:
+        ev.fidelity["second_shape_set"] = "skipped: sets of 1 GiB and more (a second reference beside the first)"
+        return
     ref2, shapes = second_reference(ev.referee, ev.req["task"], ev.deadline)
     if ref2 is None:
         ev.fidelity["second_shape_set"] = f"none: {CANNOT_MOVE}"
