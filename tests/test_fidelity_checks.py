@@ -133,3 +133,14 @@ def test_a_value_read_back_into_a_launch_is_recomputed_by_the_replay_and_item_is
     torch.testing.assert_close(got, fresh / fresh.abs().mean())
     assert evaluate(["neg", ["abs", ["h", 0]]], {0: -2.0}, float) == -2.0
     assert -HostScalar(2.0, ["h", 0]) == -2.0 and isinstance(abs(HostScalar(-2.0, ["h", 0])), HostScalar)
+
+
+def test_second_shape_sets_move_the_batch_and_the_sizes_boldest_first() -> None:
+    from adaexplore_mcp.judge.checks.second_shapes import rungs
+
+    source = "batch_size = 128\nheads = 8\nembed = 256\nseq_len = 2048\nbias_shape = (embed, 1)\n"
+    bold, by_eight, batch_only = rungs(source, {"seq_len": 64})
+    assert bold == {"batch_size": 127, "embed": 193, "seq_len": 49}  # odd: no multiple of 16 or of a block
+    assert by_eight == {"batch_size": 127, "embed": 200, "seq_len": 56}  # multiples of 8, not of 16 (head counts)
+    assert batch_only == {"seq_len": 64, "batch_size": 127}
+    assert rungs("x = 3\n", {}) == []  # nothing to move: create_task says so

@@ -40,7 +40,7 @@ def rungs(source: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
     values = {**integer_constants(source), **{k: v for k, v in overrides.items() if type(v) is int}}
     batch = {k: (v - 1 if v > 2 else v + 1) for k, v in values.items() if _batch(k) and v > 0}
     odd = {k: (3 * v // 4) | 1 for k, v in values.items() if not _batch(k) and v >= 16}
-    by_eight = {k: (3 * v // 4) // 8 * 8 for k, v in odd.items()}
+    by_eight = {k: (3 * values[k] // 4) // 8 * 8 for k in odd}
     by_eight = {k: (v + 8 if v % 16 == 0 else v) for k, v in by_eight.items()}
     out = []
     for moved in ({**odd, **batch}, {**by_eight, **batch}, batch):
