@@ -3,6 +3,9 @@ each honest pattern passes, and the result says which fidelity check ran (issue 
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import pytest
 
 from adaexplore_mcp.judge import Judge
@@ -14,7 +17,11 @@ from tests.test_judge_cases import cpu_settings
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory):
-    j = Judge(cpu_settings(tmp_path_factory.mktemp("fidelity-corpus")))
+    """The CPU interpreter in CI; the GPU with ADAEXPLORE_TEST_DEVICE=cuda (the same corpus, compiled)."""
+    settings = cpu_settings(tmp_path_factory.mktemp("fidelity-corpus"))
+    if os.environ.get("ADAEXPLORE_TEST_DEVICE") == "cuda":
+        settings = dataclasses.replace(settings, device="cuda")
+    j = Judge(settings)
     yield j
     j.close()
 
