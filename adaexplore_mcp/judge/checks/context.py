@@ -19,6 +19,8 @@ class Judging(Protocol):
     referee: Referee
     ref: Any  # referee.Reference: the runner the trials draw from (a check may point it elsewhere for a while)
     req: dict
+    cand: Any  # runners.RunnerHandle: the candidate's runner
+    module: str  # the candidate's module name (the kernel cache's key)
     out: Outcome
     fidelity: dict[str, Any]
     limits: JudgeLimits

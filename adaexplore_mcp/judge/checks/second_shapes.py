@@ -108,6 +108,8 @@ def check_second_shape_set(ev: Judging) -> None:
             _name_the_set(ev)
         if not ev.out.done:
             ev.cand_call({"op": "unstash"})  # the model judged at the task's shapes, for the timing
+            # what it compiled for these shapes too: a later run of the same source does not compile them again
+            ev.referee.keep_kernels(ev.cand, ev.module, ev.deadline)
     finally:
         ev.ref = main
         ev.referee.settle(ref2)
