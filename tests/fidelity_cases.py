@@ -312,6 +312,67 @@ class ModelNew(nn.Module):
 '''
 
 
+MATMUL_TASK = '''
+import torch
+import torch.nn as nn
+
+batch = 16
+fin = 32
+fout = 16
+
+
+class Model(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(fout, fin))
+
+    def forward(self, x):
+        return x @ self.weight.t()
+
+
+def get_inputs():
+    return [torch.randn(batch, fin)]
+
+
+def get_init_inputs():
+    return [fin, fout]
+'''
+
+INT8_GEMM = HEADER + '''
+@triton.jit
+def int8_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+    b = tl.load(b_ptr + rn[None, :] * K + rk[:, None], mask=(rn[None, :] < N) & (rk[:, None] < K), other=0)
+    acc = tl.dot(a, b)  # int8 x int8 -> int32
+    c = acc.to(tl.float32) * tl.load(sa_ptr + rm, mask=rm < M, other=0.0)[:, None] * tl.load(sb_ptr + rn, mask=rn < N, other=0.0)[None, :]
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def quantize(t):
+    scale = t.abs().amax(dim=1).clamp_min(1e-8) / 127.0
+    return torch.round(t / scale[:, None]).to(torch.int8), scale
+
+
+class ModelNew(nn.Module):
+    def __init__(self, fin, fout):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(fout, fin))
+
+    def forward(self, x):
+        qa, sa = quantize(x)
+        qb, sb = quantize(self.weight)
+        M, K = x.shape
+        N = self.weight.shape[0]
+        c = torch.empty(M, N, device=x.device, dtype=torch.float32)
+        int8_gemm_kernel[(1,)](qa, qb, sa, sb, c, M, N, K, BM=max(16, triton.next_power_of_2(M)),
+                               BN=max(16, triton.next_power_of_2(N)), BK=max(16, triton.next_power_of_2(K)))
+        return c
+'''
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -345,6 +406,8 @@ CASES = [
          shortcut="every size a multiple of the block"),
     Case("honest_item_scalar_into_a_launch", ROWS_TASK.format(expr="x / x.abs().mean()"), ITEM_CHAIN, "passed"),
     Case("honest_custom_op", ROWS_TASK.format(expr="x * 2 + 1"), CUSTOM_OP, "passed"),
+    Case("int8_gemm", MATMUL_TASK, INT8_GEMM, "mismatch",  # here its 1% error is over the tolerance; below it,
+         shortcut="per-channel absmax int8 with tl.dot: no precision flag in the source"),  # bf16_by_hand's path
     Case("derived_constants_follow_small_shapes", DERIVED_TASK, DERIVED, "passed",
          small_shapes={"batch_size": 8, "out_channels": 16}),
 ]
