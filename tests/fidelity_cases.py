@@ -410,4 +410,6 @@ CASES = [
          shortcut="per-channel absmax int8 with tl.dot: no precision flag in the source"),  # bf16_by_hand's path
     Case("derived_constants_follow_small_shapes", DERIVED_TASK, DERIVED, "passed",
          small_shapes={"batch_size": 8, "out_channels": 16}),
+    Case("tuple_small_shapes", DERIVED_TASK, DERIVED, "passed",
+         small_shapes={"batch_size": 8, "out_channels": 16, "bias_shape": (16, 1)}),
 ]

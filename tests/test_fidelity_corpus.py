@@ -62,6 +62,8 @@ def test_what_each_check_reports(judge: Judge) -> None:
     assert tail.mismatch is not None and tail.mismatch.shape_set == "second", _explain(tail)
     derived = _evaluate(judge, by_id["derived_constants_follow_small_shapes"])
     assert derived.fidelity["second_shape_set"] == {"batch_size": 7, "out_channels": 13}, _explain(derived)
+    tuples = _evaluate(judge, by_id["tuple_small_shapes"])  # the tuple given in small_shapes follows the move
+    assert tuples.fidelity["second_shape_set"] == {"batch_size": 7, "out_channels": 13}, _explain(tuples)
     lowp = _evaluate(judge, by_id["bf16_by_hand"])
     assert lowp.precision.measured["candidate"] > 100 * lowp.precision.measured["reference"], _explain(lowp)
     assert any(r.startswith("measured") for r in lowp.precision.reasons)

@@ -36,15 +36,17 @@ def _batch(name: str) -> bool:
 
 
 def rungs(source: str, overrides: dict[str, Any]) -> list[dict[str, Any]]:
-    """The candidate shape sets, boldest first; each is the overrides with some constants moved."""
+    """The candidate shape sets, boldest first; each is the overrides with some constants moved (the bolder two
+    without the tuple overrides, so that a tuple derived from the moved constants follows them)."""
     values = {**integer_constants(source), **{k: v for k, v in overrides.items() if type(v) is int}}
     batch = {k: (v - 1 if v > 2 else v + 1) for k, v in values.items() if _batch(k) and v > 0}
     odd = {k: (3 * v // 4) | 1 for k, v in values.items() if not _batch(k) and v >= 16}
     by_eight = {k: (3 * values[k] // 4) // 8 * 8 for k in odd}
     by_eight = {k: (v + 8 if v % 16 == 0 else v) for k, v in by_eight.items()}
+    ints = {k: v for k, v in overrides.items() if type(v) is int}  # tuple overrides are left to follow (derived)
     out = []
-    for moved in ({**odd, **batch}, {**by_eight, **batch}, batch):
-        shapes = {**overrides, **moved}
+    for base, moved in ((ints, {**odd, **batch}), (ints, {**by_eight, **batch}), (overrides, batch)):
+        shapes = {**base, **moved}
         if moved and shapes != overrides and shapes not in out:
             out.append(shapes)
     return out
