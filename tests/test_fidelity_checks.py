@@ -144,3 +144,21 @@ def test_second_shape_sets_move_the_batch_and_the_sizes_boldest_first() -> None:
     assert by_eight == {"batch_size": 127, "embed": 200, "seq_len": 56}  # multiples of 8, not of 16 (head counts)
     assert batch_only == {"seq_len": 64, "batch_size": 127}
     assert rungs("x = 3\n", {}) == []  # nothing to move: create_task says so
+
+
+def test_a_replay_wrong_on_values_says_so_with_the_mismatch_detail() -> None:
+    from types import SimpleNamespace
+
+    from adaexplore_mcp.judge.outcome import Outcome
+    from adaexplore_mcp.judge.referee_replay import _wrong_values
+
+    ev = SimpleNamespace(out=Outcome())
+    values = {"output_index": 0, "trial": 0, "shape": [4], "reason": "values", "max_abs_error": 0.5,
+              "mismatched_fraction": 0.25}
+    assert _wrong_values(ev, values) is False
+    assert ev.out.fields["mismatch"]["inputs"] == "replay" and ev.out.fields["mismatch"]["max_abs_error"] == 0.5
+    message = ev.out.fields["rejected"]["message"]
+    assert "on values" in message and "max_abs_error=0.5" in message and "numerical error" in message
+    nan = SimpleNamespace(out=Outcome())
+    _wrong_values(nan, {**values, "reason": "non_finite"})
+    assert "never wrote" in nan.out.fields["rejected"]["message"]
