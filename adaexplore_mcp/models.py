@@ -134,6 +134,10 @@ class MismatchDetail(BaseModel):
     mismatched_fraction: float | None = None
     expected_spec: str | None = None
     got_spec: str | None = None
+    inputs: str | None = Field(default=None, description="which inputs showed it when not a plain draw: "
+                               "'off_distribution' (scaled and shifted), 'reused_buffer' (an input buffer of an "
+                               "earlier call with new values), 'replay' (the replay's own inputs)")
+    shape_set: str | None = Field(default=None, description="'second' when found at the second, unseen shape set")
 
 
 class RejectDetail(BaseModel):
@@ -236,6 +240,9 @@ class PrecisionReport(BaseModel):
     below_fp32: bool = Field(default=False, description="computes below the task's own precision (name kept)")
     task_dtype: str = "float32"
     reasons: list[str] = Field(default_factory=list)
+    measured: dict[str, float] | None = Field(default=None, description="float32 tasks: the candidate's relative "
+                                              "error against a float64 run of the reference (`candidate`), and "
+                                              "the float32 reference's own (`reference`)")
 
 
 class RuleRef(BaseModel):
@@ -286,6 +293,10 @@ class Evaluation(BaseModel):
     ops_ms: dict[str, list[float]] | None = Field(default=None, description="only with ADAEXPLORE_TRACE_OPS=1: "
                                                   "each runner request as [calls, round-trip ms, ms inside the "
                                                   "runner], for latency work")
+    fidelity: dict[str, Any] | None = Field(default=None, description="what the checks that the candidate computes "
+                                            "the function, not the test, ran: the replayed trial, the reused "
+                                            "buffer, the off-distribution trial, the parameter perturbation, the "
+                                            "second shape set (judge/checks/)")
     work: dict[str, Any] | None = Field(default=None, description="where the GPU time went: the share spent in the "
                                         "candidate's own Triton kernels, and the other kernels by name; `replay`: "
                                         "what the replayed call ran (launches, kernels, library operators)")

@@ -1,8 +1,10 @@
 """The order of one evaluation's steps, in the referee itself (judge/evaluation.py, run in this process on
 the CPU). What must come before what: the candidate's compiled kernels are kept before its replay starts
 (on a GPU the replay's runner would otherwise compile every kernel of a new source again: a search's
-candidates are all new), the replay is sent after the second trial (the first may autotune) and read after
-the last one, so it runs beside them, and an evaluation that ends early takes its replay's runner with it.
+candidates are all new), the replay is sent after the replayed trial (drawn at random, never the first,
+which may autotune; pinned to the second here) and read after the last one, so it runs beside them, and an
+evaluation that ends early takes its replay's runner with it. After a pass, one more trial runs at the second
+shape set (judge/checks/second_shapes.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 
 from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import evaluation
+from adaexplore_mcp.judge.checks.trial_plan import TrialPlan
 from adaexplore_mcp.judge.referee import Referee
 from adaexplore_mcp.tasks.format import source_hash
 from tests.test_judge_cases import AFFINE_TASK, GOOD, candidate
@@ -41,9 +44,12 @@ def steps(monkeypatch: pytest.MonkeyPatch, referee: Referee) -> list[Any]:
     trial_batch, keep, start, finish = (evaluation.Evaluation.trial_batch, Referee.keep_kernels,
                                         evaluation.start_replay, evaluation.finish_replay)
 
-    def spy_trials(self: Any, first: int, count: int, n: int) -> Any:
+    def spy_trials(self: Any, first: int, count: int, n: int, seeds: Any = None) -> Any:
         seen.append(("trials", first, count))
-        return trial_batch(self, first, count, n)
+        return trial_batch(self, first, count, n, seeds)
+
+    def second_trial_replayed(n: int) -> TrialPlan:
+        return TrialPlan(seeds=tuple(range(1, n + 1)), replayed=min(1, n - 1), reused_buffer=None, off_distribution=None)
 
     def spy_start(ev: Any) -> Any:
         pending = start(ev)
@@ -55,6 +61,7 @@ def steps(monkeypatch: pytest.MonkeyPatch, referee: Referee) -> list[Any]:
         return finish(ev, pending)
 
     monkeypatch.setattr(evaluation.Evaluation, "trial_batch", spy_trials)
+    monkeypatch.setattr(evaluation, "draw_plan", second_trial_replayed)
     monkeypatch.setattr(Referee, "keep_kernels", lambda *a, **k: (seen.append("keep_kernels"), keep(*a, **k)))
     monkeypatch.setattr(evaluation, "start_replay", spy_start)
     monkeypatch.setattr(evaluation, "finish_replay", spy_finish)
@@ -66,8 +73,9 @@ def test_the_replay_starts_after_the_second_trial_with_the_kernels_kept_and_is_r
     out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None)
     assert out["verdict"] == "passed", out
     names = [s if isinstance(s, str) else s[0] for s in steps]
-    assert names == ["trials", "trials", "keep_kernels", "start_replay", "trials", "finish_replay"], steps
-    assert [s[1:] for s in steps if s[0] == "trials"] == [(0, 1), (1, 1), (2, 3)]
+    assert names == ["trials", "trials", "keep_kernels", "start_replay", "trials", "finish_replay", "trials",
+                     "keep_kernels"], steps  # the last two: the second shape set, and what it compiled
+    assert [s[1:] for s in steps if s[0] == "trials"] == [(0, 1), (1, 1), (2, 3), (5, 1)]  # the last: second shapes
     replayer = next(s[1] for s in steps if s[0] == "start_replay")
     assert replayer is not None and not replayer.alive  # killed once read
     assert out["work"]["replay"]["launches"] == 1
@@ -81,7 +89,7 @@ def test_one_trial_is_replayed_itself_and_a_later_mismatch_kills_the_pending_rep
     out = evaluation.evaluate(referee, request(GOOD, trials=1), lambda f, m: None)
     assert out["verdict"] == "passed", out
     assert [s if isinstance(s, str) else s[0] for s in steps] == ["trials", "keep_kernels", "start_replay",
-                                                                  "finish_replay"]
+                                                                  "finish_replay", "trials", "keep_kernels"]
     steps.clear()
     # right on its first two calls, wrong from the third: the replay sent after the second never gets read
     flaky = candidate("        self.calls += 1\n        return affine(x) if self.calls <= 2 else affine(x) + 1",

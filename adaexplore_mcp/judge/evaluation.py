@@ -16,23 +16,26 @@ passes, and the result names the line-up it needed.
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from ..config import JudgeLimits
-from ..errors import printable, safe_str
+from ..errors import safe_str
 from ..models import Verdict
 from . import precision, wire
 from .classify import static_error
 from .compare import ALIASED, as_tensors, compare, mutated_input, nbytes, tolerance_for
 from .host_inputs import host_values
 from .referee import Referee, ReferenceFailure, oom_summary
-from .referee_replay import LAUNCHED_NAMES_KEPT, LAUNCHED_NAMES_SEEN, PendingReplay, finish_replay, start_replay
+from .checks.measured_precision import check_measured_precision
+from .checks.perturbation import perturb_both
+from .checks.pipeline import after_pass
+from .checks.trial_plan import draw_plan
+from .outcome import Outcome, fresh_seed
+from .referee_replay import LAUNCHED_NAMES_SEEN, PendingReplay, finish_replay, start_replay
 from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 Progress = Callable[[float, str], None]
@@ -45,78 +48,11 @@ TRIAL_BATCH_BYTES = 4 << 30  # inputs, outputs and their copies of the trials ru
 # after it cost 5-8 ms per release, 16 releases on rmsnorm (bench/results/2026-12-04-l, profiled). One flush
 # ends the evaluation (Referee.settle).
 KEEP_CACHE_SET_BYTES = 1 << 30
-# The trial whose record is replayed (referee_replay.py): the second, since the first may autotune (and record
-# every config it benchmarked). Its replay runs beside the trials after it when a set is below
-# KEEP_CACHE_SET_BYTES; larger sets replay alone (both at once could run the device out of memory).
-REPLAYED_TRIAL = 1
+# The replayed trial is drawn at random (checks/trial_plan.py). Its replay runs beside the trials after it when a
+# set is below KEEP_CACHE_SET_BYTES; larger sets replay alone (both at once could run the device out of memory).
 DETERMINISTIC = "reference deterministic on identical inputs: compared with one run of it, within the tolerance"
 NONDETERMINISTIC = ("reference NOT deterministic on identical inputs (dropout in training mode? atomics?): compared "
                     "with one run of it, within the tolerance; a mismatch may be the reference's own noise")
-
-
-def fresh_seed() -> int:
-    """Never the same twice: a candidate cannot memorize outputs per seed (torch seeds are 63-bit)."""
-    return secrets.randbits(63)
-
-
-@dataclass
-class Outcome:
-    """The evaluation being assembled; `as_dict()` is what travels to the server process."""
-
-    verdict: Verdict = Verdict.passed
-    fields: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    precision_reasons: list[str] = field(default_factory=list)
-    unconfirmed: list[str] = field(default_factory=list)
-    kernels: list[str] = field(default_factory=list)  # every kernel a trial launched; the result lists the first
-    task_dtype: str = "float32"
-    oom: bool = False  # something ran out of memory: this referee is replaced after answering (`recycle`)
-
-    def fail(self, verdict: Verdict, **fields: Any) -> "Outcome":
-        self.verdict = verdict
-        self.fields.update(fields)
-        return self
-
-    def error(self, reply: Any) -> "Outcome":
-        """A failure the runner classified (its text is untrusted: trimmed and validated here)."""
-        reply = reply if isinstance(reply, dict) else {}
-        self.oom = self.oom or bool(reply.get("oom"))
-        verdict = reply.get("verdict")
-        if verdict not in ("compile_error", "runtime_error", "crashed"):
-            verdict = "runtime_error"
-        raw = reply.get("error")
-        if not isinstance(raw, dict) and reply.get("internal"):
-            raw = {"exception": "RunnerError", "message": f"the candidate's process failed: {reply['internal']}"}
-        return self.fail(Verdict(verdict), error=_detail(raw))
-
-    def reject(self, check: str, message: str) -> "Outcome":
-        return self.fail(Verdict.rejected, rejected={"check": check, "message": message})
-
-    @property
-    def done(self) -> bool:
-        return self.verdict != Verdict.passed
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
-                "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
-                              "task_dtype": self.task_dtype},
-                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels[:LAUNCHED_NAMES_KEPT],
-                **({"recycle": True} if self.oom else {}),
-                # H200: with 6 GiB tasks the judge's own processes held the rest of the GPU; worth one retry.
-                **({"oom_retry": True} if self.oom and self.verdict != Verdict.passed else {})}
-
-
-def _detail(raw: Any) -> dict[str, Any]:
-    raw = raw if isinstance(raw, dict) else {}
-    text = {k: printable(str(raw.get(k) or ""))[:limit]
-            for k, limit in (("exception", 80), ("message", 400), ("excerpt", 1500))}
-    line, lineno = raw.get("source_line"), raw.get("source_lineno")
-    root, root_message = raw.get("root_exception"), raw.get("root_message")  # classify.root_cause: memory signs it
-    return {**text, "exception": text["exception"] or "Error", "source_line": printable(str(line))[:300] if line else None,
-            "source_lineno": lineno if isinstance(lineno, int) and not isinstance(lineno, bool) else None,
-            "root_exception": printable(root)[:80] if isinstance(root, str) else None,
-            "root_message": printable(root_message)[:1000] if isinstance(root_message, str) else None,
-            "root_in_kernel": raw.get("root_in_kernel") is True}
 
 
 def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> dict[str, Any]:
@@ -185,6 +121,8 @@ class Evaluation:
         self.in_bytes = self.out_bytes = self.set_bytes = 0
         self.replay: PendingReplay | None = None  # the replay running beside the last trials
         self.work_checked = False  # the replay was judged, and the work is the candidate's
+        self.plan = draw_plan(limits.trials)  # which trial is replayed, reuses a buffer, is off-distribution
+        self.fidelity: dict[str, Any] = out.fields.setdefault("fidelity", self.plan.summary())
         self._mark = time.monotonic()
         out.fields.setdefault("stages_ms", {})
 
@@ -217,13 +155,14 @@ class Evaluation:
             out.error(reply)
             return
         seed = fresh_seed()
-        self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
+        built, _ = self.referee.call_ref(self.ref, {"op": "build", "seed": seed}, self.deadline, "building the reference")
         reply, _ = self.cand_call({"op": "build", "seed": seed, "init_inputs": self.ref.init_inputs},
                                   self.ref.init_buffers)
         if "verdict" in reply or "ok" not in reply:
             out.error(reply)
             return
         self._flags(reply.get("flags"), "while building")
+        perturb_both(self, seed, built.get("state"), reply.get("state"))  # parameters that matter
         self.mark("build")
         lineup = "same_seed"
         first = self.trials()
@@ -253,6 +192,11 @@ class Evaluation:
             if not out.done:  # every passing run of the trials replays one of them: never
                 out.reject("work_not_replayable", "no trial of the candidate was replayed (a bug in the judge)")
             return
+        self.progress(0.72, "checking at a second, unseen shape set")
+        after_pass(self)  # checks/pipeline.py
+        self.mark("fidelity_after_pass")
+        if out.done:
+            return
         if self.device == "cuda":
             from .referee_timing import time_candidate
 
@@ -261,11 +205,12 @@ class Evaluation:
 
     # -- trials ---------------------------------------------------------------------------------------
     def trials(self) -> dict | None:
-        """Fresh inputs per trial; the first mismatch (a dict) or None; other failures go in `out`. The
-        first trial runs alone (it tells the sizes), then up to the replayed one, whose record goes to the
-        replay (`self.replay`), then the rest in as few calls as memory allows."""
+        """The plan's inputs per trial (the same seeds in both line-ups); the first mismatch (a dict) or None;
+        other failures go in `out`. The first trial runs alone (it tells the sizes), then up to the replayed one
+        (drawn at random: checks/trial_plan.py), whose record goes to the replay (`self.replay`), then the rest
+        in as few calls as memory allows."""
         n = self.limits.trials
-        replayed, done = min(REPLAYED_TRIAL, n - 1), 0
+        replayed, done = self.plan.replayed, 0
         while done < n:
             end = replayed + 1 if done <= replayed else n
             batch = 1 if done == 0 else max(1, min(end - done, TRIAL_BATCH_BYTES // max(1, self.set_bytes)))
@@ -300,8 +245,11 @@ class Evaluation:
         replay, self.replay = self.replay, None
         self.work_checked = replay is not None and finish_replay(self, replay)
 
-    def trial_batch(self, first: int, count: int, n: int) -> dict | None:
-        made = self.make_inputs([fresh_seed() for _ in range(count)], "trial")
+    def trial_batch(self, first: int, count: int, n: int, seeds: list[int] | None = None) -> dict | None:
+        """Trials first..first+count-1 in one call: the plan's seeds, or `seeds` (a trial beyond the plan's)."""
+        trials = range(first, first + count)
+        scaled = [k for k, t in enumerate(trials) if t == self.plan.off_distribution]
+        made = self.make_inputs(seeds or [self.plan.seeds[t] for t in trials], "trial", scaled=scaled)
         for _, ref_out in made:
             kinds = [type(o).__name__ for o in as_tensors(ref_out) if not isinstance(o, torch.Tensor)]
             if kinds:
@@ -314,7 +262,9 @@ class Evaluation:
         buffers: list[Any] = []
         sent = wire.encode_value(lent, buffers, pack=False)
         out_bytes = sum(nbytes(o) for _, o in made)
-        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "record": True}, buffers,
+        reuse = [k for k, t in enumerate(trials) if t == self.plan.reused_buffer]
+        reply, bufs = self.cand_call({"op": "forward", "sets": sent, "check_inputs": True, "record": True,
+                                      "reuse": reuse}, buffers,
                                      max_reply=CAND_REPLY_SLACK + 4 * out_bytes + 2 * nbytes([i for i, _ in made])
                                      if self.device == "cpu" else 16 << 20)
         try:
@@ -340,9 +290,13 @@ class Evaluation:
             del made, lent
             self.release()
 
-    def make_inputs(self, seeds: list[int], key: str, keep: list | None = None) -> list[tuple[list[Any], Any]]:
-        reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key, "host_values": keep},
-                                            self.deadline, "running the reference")
+    def make_inputs(self, seeds: list[int], key: str, keep: list | None = None,
+                    scaled: list[int] = ()) -> list[tuple[list[Any], Any]]:
+        """The reference's inputs and outputs for `seeds`; those at the indices in `scaled` off its distribution."""
+        reply, bufs = self.referee.call_ref(self.ref, {"op": "make", "seeds": seeds, "key": key, "host_values": keep,
+                                                       "scaled": list(scaled)}, self.deadline, "running the reference")
+        if scaled and isinstance(reply.get("scaled"), dict):
+            self.fidelity["off_distribution"] = str(next(iter(reply["scaled"].values()), ""))[:80]
         opened: dict = {}
         return [(list(wire.decode_value(s["inputs"], bufs, opened=opened)),
                  wire.decode_value(s["output"], bufs, opened=opened)) for s in reply["sets"]]
@@ -389,7 +343,12 @@ class Evaluation:
             out.reject("input_mutated", f"the forward call modified input {changed} in place; inputs must stay unchanged")
             return None
         atol, rtol = self.tol
-        return compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
+        mismatch = compare(ref_out, got, trial, atol, rtol, self.limits.max_rel_norm)
+        if mismatch is None and trial == 0:
+            check_measured_precision(self, ref_out, got)  # the first trial's set is still kept by the reference
+        if mismatch is not None and self.plan.role(trial):
+            mismatch["inputs"] = self.plan.role(trial)  # the trial's inputs were not a plain draw
+        return mismatch
 
     @property
     def keep_cache(self) -> bool:

@@ -19,6 +19,8 @@ import textwrap
 import threading
 from typing import Any
 
+from .host_scalars import plain
+
 _state = threading.local()
 _INSTALLED = "_adaexplore_launch_hook"
 
@@ -107,6 +109,7 @@ def _wrap(cls: type) -> None:
         try:
             if mine and getattr(_state, "recorder", None) is not None:
                 _state.recorder(self, args, kwargs)
+                args, kwargs = tuple(plain(a) for a in args), {k: plain(v) for k, v in kwargs.items()}
             result = original(self, *args, **kwargs)
             _state.raised = False
         finally:

@@ -26,6 +26,7 @@ from ..models import TaskCost
 from ..errors import safe_str
 from . import wire
 from .compare import CHUNK, as_tensors, compare, tensor_specs
+from .checks.second_shapes import CANNOT_MOVE, second_reference
 from .evaluation import fresh_seed
 from .referee import Referee, ReferenceFailure, oom_summary
 
@@ -216,6 +217,8 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
     with _answered("output"):
         referee.account(ref, int(released.get("reserved", 0)))
         elements = sum(math.prod(s["shape"]) for s in inputs_spec)
+    if second_reference(referee, req["task"], deadline)[0] is None:  # checks/second_shapes.py
+        warnings.append(CANNOT_MOVE)
     return {"ok": True, "inputs": inputs_spec, "outputs": outputs_spec, "degenerate": bool(degenerate),
             "degenerate_outputs": sorted(degenerate),
             "degenerate_reasons": [f"output {i}: {why}" for i, why in sorted(degenerate.items())],

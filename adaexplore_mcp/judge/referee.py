@@ -336,7 +336,8 @@ def _compiled_files(runner: RunnerHandle, deadline: float) -> list[tuple[Any, by
 
 
 def _reference_key(task: dict) -> tuple:
-    return task["module"], tuple(sorted(task["shapes"].items()))
+    """The module and its shapes; a tuple constant's value comes as a list (JSON) and is keyed as a tuple."""
+    return task["module"], tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in task["shapes"].items()))
 
 
 def oom_summary(exc: BaseException) -> str:

@@ -1,7 +1,7 @@
 """Does the candidate's own Triton code do the work? Decided by a replay in a process of its own.
 
-The candidate's runner records every trial alike (work_trace.py). The second one (the first may autotune,
-and record every config it benchmarked) is sent, as a program, to a fresh spare runner that never imports
+The candidate's runner records every trial alike (work_trace.py). One drawn at random after the first (which
+may autotune, and record every config it benchmarked: checks/trial_plan.py) is sent, as a program, to a fresh spare runner that never imports
 the candidate (replay.py), which replays it while the candidate's remaining trials run in their own process
 (on a GPU neither is timed). The referee lends it inputs drawn for this alone, and compares what comes back
 itself, before any timing (a candidate that fails here is not timed):
@@ -182,9 +182,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                              "keep host-side decisions and kernel arguments independent of input values (pass such "
                              "values to the kernel as tensors)")
     if mismatch is not None:
-        return _unreplayable(ev, "replayed on new inputs, the operators and kernels the call ran do not compute the "
-                             f"reference's output ({_brief(mismatch)}). Does it keep state from an earlier call, or "
-                             "read memory it never wrote (the replay fills torch.empty with NaN)?")
+        return _wrong_values(ev, mismatch)
     refs, got = as_tensors(ref_out), as_tensors(checked)
     count = len(refs)
     live = [i for i in range(count) if i not in _degenerate_outputs(ev.req["task"], count)]
@@ -244,6 +242,22 @@ def _degenerate_outputs(task: dict, count: int) -> set[int]:
 
 def _unreplayable(ev: Any, why: str) -> bool:
     ev.out.reject("work_not_replayable", f"{WHY}, and {why}")
+    return False
+
+
+def _wrong_values(ev: Any, mismatch: dict) -> bool:
+    """The recorded call ran, on the replay's own inputs, and its output is wrong: said as a mismatch on values
+    (with its detail in `mismatch`), the likely cause named by what the output shows."""
+    ev.out.fields["mismatch"] = {**mismatch, "inputs": "replay"}
+    if mismatch.get("reason") == "non_finite":
+        cause = ("its output has NaN or Inf where the reference's has none: does it read memory it never wrote (the "
+                 "replay fills torch.empty with NaN), or keep state from an earlier call?")
+    else:
+        cause = ("the call is wrong on these inputs: a numerical error the trials' inputs did not show (or a result "
+                 "that depends on state kept from an earlier call)")
+    what = "on values" if mismatch.get("reason") in ("values", "norm", "non_finite") else "in form"
+    ev.out.reject("work_not_replayable", f"replayed on new inputs, the call's output did not match the reference's "
+                  f"{what} ({_brief(mismatch)}); {cause}")
     return False
 
 

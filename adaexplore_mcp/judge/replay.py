@@ -36,6 +36,7 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .host_scalars import evaluate
 from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
 from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
@@ -77,6 +78,7 @@ class Run:
         self.constant_writes: set[tuple[int, int]] = set()  # capture: the writes that were one value everywhere
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
+        self.reads: dict[Any, Any] = {}  # values read back to the host, by read (host_scalars.py)
         self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
         self.captured_bytes = 0
         self.overflow = False  # the capture outgrew CAPTURE_MAX_BYTES and was dropped
@@ -98,6 +100,8 @@ class Run:
                 return items if "l" in d else tuple(items)
             if "float" in d:
                 return _scalar(d)
+            if "hexpr" in d:  # a launch argument computed from values read back: with this run's (host_scalars.py)
+                return evaluate(d["hexpr"], self.reads, _scalar)
             if "dtype" in d:
                 return _torch_attr(d["dtype"], torch.dtype)
             if "device" in d:
@@ -123,6 +127,7 @@ class Run:
             for sub, g in zip(d["l"], got):
                 self.bind(sub, g, where)
         elif isinstance(d, dict) and "v" in d:
+            self.reads[d.get("h")] = got
             if self.mode == "full" and self.host_differs is None and not _same(_scalar(d["v"]), got):
                 self.host_differs = f"{where} returned {str(got)[:40]} here, {str(_scalar(d['v']))[:40]} when recorded"
 

@@ -15,24 +15,27 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..tasks.format import apply_shapes, import_file
+from ..tasks.format import apply_shapes, import_file, source_with_constants
 from . import launches, precision, seeding, wire
 from ..errors import safe_str
-from .compare import aliased_output, cloned, nbytes, refuse_shared, tensor_specs, unsendable_reason
+from .compare import aliased_output, cloned, nbytes, refuse_shared, unsendable_reason
 from .device_memory import KEEP_CACHED_BYTES, give_back
 from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
+from .checks.buffer_reuse import with_decoy_first
+from .checks.off_distribution import draw_off_distribution
+from .checks.perturbation import perturb, state_index
 from .op_trace import OpTrace
 from .replay import ReplayOps
 from .runners import WATCHDOG_LEAD_S
 from .runner_timing import TimingOps
+from .runner_task import TaskOps
 from .stuck_watch import StuckWatch
 from .work_trace import ProgramOps, WorkTrace
 from .classify import STAGE_BUILD, STAGE_IMPORT, STAGE_RUN, CandidateFile, classify, escaped, reference_error
@@ -42,7 +45,7 @@ MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a cor
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)
 
 
-class Runner(TimingOps, ReplayOps, ProgramOps):
+class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
     def __init__(self, conn: Connection, device: str, tmp: Path) -> None:
         self.conn, self.device, self.tmp = conn, device, tmp
         self.module: Any = None
@@ -50,10 +53,12 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         self.role = ""
         self.init_inputs: list[Any] = []
         self.model: Any = None
+        self.stashed: Any = None
         self.kept: dict[str, Any] = {}
         self.bench: Any = None
         self.frontend: Any = None
-        self.shapes: dict[str, int] = {}
+        self.shapes: dict[str, Any] = {}
+        self.full_path = tmp / "unloaded.py"
         self.cost: dict[str, Any] | None = None  # the task's bytes and FLOPs, counted once (roofline)
         self.compiled: Any = None  # the reference under torch.compile, built once (speedup_compile)
         precision.watch_switches()  # before anything untrusted is imported
@@ -111,9 +116,11 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         """Import the module (task reference or candidate) from the private temporary directory."""
         self.role = req["role"]
         take_kernel_files(req, bufs)  # what earlier runs of this same source compiled: before any import
-        path = self.tmp / f"{req['module']}.py"
-        path.write_text(req["source"])
-        self.file = CandidateFile(str(path), req["source"])
+        path, self.full_path = self.tmp / f"{req['module']}.py", self.tmp / f"{req['module']}_full.py"
+        self.shapes = dict(req.get("shapes") or {}) if self.role == "ref" else {}
+        path.write_text(source := source_with_constants(req["source"], self.shapes))  # derived constants follow
+        self.full_path.write_text(req["source"])  # full-size shapes for the meta device (op_meta, op_cost)
+        self.file = CandidateFile(str(path), source)
         try:
             self.module = import_file(req["module"], path)
         except BaseException as exc:  # noqa: BLE001 - user code
@@ -124,7 +131,6 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                     "exception": "MissingModelNew", "message": "the candidate does not define class ModelNew "
                     "(a drop-in for the task's Model, with the same constructor and forward signatures)"}}
             return {"ok": True}
-        self.shapes = dict(req.get("shapes") or {})
         apply_shapes(self.module, self.shapes)
         for name in ("Model", "get_inputs", "get_init_inputs"):
             if not hasattr(self.module, name):
@@ -159,10 +165,24 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
             if self.role == "ref":
                 return self._ref_error("Model(*get_init_inputs())", exc)
             return self._error(exc, STAGE_BUILD)
+        if req.get("stash"):  # a second model (checks/second_shapes.py): the first waits, for `unstash`
+            self.stashed = self.model
         self.model = model
         changed = precision.changed_flags(flags, precision.snapshot())
         precision.restore(flags)
-        return {"ok": True, "flags": changed}
+        return {"ok": True, "flags": changed, "state": state_index(model)}
+
+    def op_unstash(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Put back the model a `stash` build set aside."""
+        self.model, self.stashed = self.stashed, None
+        return {"ok": True}
+
+    def op_perturb(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
+        """Perturb the named parameters and constant buffers (checks/perturbation.py), alike in both models."""
+        keys = {str(k): str(v) for k, v in dict(req["keys"]).items()}
+        count = perturb(self.model, int(req["seed"]), keys)
+        self._sync()
+        return {"perturbed": count}
 
     def op_state(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The reference's parameters and buffers by name (for the copied line-up)."""
@@ -197,8 +217,8 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         key = str(req["key"])
         for stale in (key, f"{key}/packs", f"{key}/outputs"):
             self.kept.pop(stale, None)
-        sets = []
-        for seed in req["seeds"]:
+        sets, scaled, labels = [], req.get("scaled") or (), {}
+        for j, seed in enumerate(req["seeds"]):
             seeding.manual_seed(int(seed))
             try:
                 with torch.device(self.device):
@@ -206,9 +226,11 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
                 if not isinstance(inputs, (list, tuple)):
                     return {"ref_error": f"the reference's get_inputs() returned {type(inputs).__name__}, not a list"}
                 inputs = on_device(inputs, self.device, req.get("host_values"))  # the replay's: host_inputs.py
-                result = None
-                if req.get("outputs", True):
-                    result = self._forward_ref(_guarded(inputs), req.get("mode", "strict"), sync=False)
+                result, forward = None, lambda xs: self._forward_ref(_guarded(xs), req.get("mode", "strict"), sync=False)
+                if j in scaled:  # the off-distribution trial (checks/off_distribution.py)
+                    inputs, result, labels[str(j)] = draw_off_distribution(inputs, forward)
+                elif req.get("outputs", True):
+                    result = forward(inputs)
             except BaseException as exc:  # noqa: BLE001
                 return self._ref_error("get_inputs()/forward", exc)
             sets.append((inputs, result))
@@ -220,7 +242,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         packs: list[Any] = []
         self.kept[f"{key}/packs"] = packs
         both = wire.encode_value([[list(i), o] for i, o in sets], out, packs)["list"]
-        return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both]}
+        return {"sets": [{"inputs": pair["list"][0], "output": pair["list"][1]} for pair in both], "scaled": labels}
 
     def op_outputs(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Reference: its outputs for the kept sets the referee picked after a timed block (by index, each
@@ -269,7 +291,9 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         sets = [list(s) for s in wire.decode_value(req["sets"], bufs)]
         results, kept = [], []
         for i, inputs in enumerate(sets):
-            result, reply = self._forward_one(inputs, bool(req.get("record")))
+            decoy = with_decoy_first(inputs, lambda x: self._forward_one(x, False)) if i in (req.get("reuse") or ()) \
+                else None  # an output cache keyed on a buffer's address answers the next call wrongly
+            result, reply = (None, decoy) if decoy is not None else self._forward_one(inputs, bool(req.get("record")))
             kept.append(result if "verdict" not in reply else None)
             results.append(reply)
             if "verdict" in reply:
@@ -361,62 +385,6 @@ class Runner(TimingOps, ReplayOps, ProgramOps):
         finally:
             launched = launches.end()
         return {**collect(prof, detail), "launched": launched[:32]}
-
-    def op_cost(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Reference: the task's minimum bytes and FLOPs at full size (roofline.count_cost), counted once
-        per process: on torch's meta device (no memory, no compute) where the task allows, else (full
-        shapes only) on one real input set with a model of its own (the evaluation's is not touched)."""
-        from .roofline import count_task
-
-        if self.cost is None:
-            self.cost = count_task(self.module, Path(self.file.path), self.init_inputs, self.device,  # type: ignore[union-attr]
-                                   small=bool(self.shapes))
-        return self.cost
-
-    def op_compile(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Reference: with `build`, the task's Model under torch.compile, once per process, warmed on one input
-        set. A model of its own, built under a fixed seed: speed does not depend on parameter values, and the
-        evaluation's model stays untouched. Without `build`: whether it is ready."""
-        if self.compiled is not None or self.compile_error is not None or not req.get("build"):
-            return {"ready": self.compiled is not None, "compile_error": self.compile_error}
-        import torch._inductor.config as inductor_config
-
-        started = time.perf_counter()
-        inductor_config.compile_threads = 1  # no pool of compile-worker processes inside the sandbox
-        precision.pin_strict()
-        try:
-            torch.manual_seed(0)
-            with torch.device(self.device):
-                model = self.module.Model(*self.init_inputs)
-                inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.module.get_inputs()]
-            model = model.to(self.device) if isinstance(model, torch.nn.Module) else model
-            mode = str(req.get("mode") or "default")
-            compiled = torch.compile(model, mode=None if mode == "default" else mode)
-            with torch.no_grad():
-                for _ in range(2):  # the second call catches a recompile the first one's guards trigger
-                    compiled(*inputs)
-            self._sync()
-        except BaseException as exc:  # noqa: BLE001 - task code, or inductor
-            self.compile_error = f"{type(exc).__name__}: {safe_str(exc)[:300]}"
-            if self.device == "cuda":
-                torch.cuda.empty_cache()
-            return {"ready": False, "compile_error": self.compile_error}
-        self.compiled = compiled
-        return {"ready": True, "compile_s": round(time.perf_counter() - started, 3)}
-
-    def op_meta(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
-        """Full-size input/output specs on torch's meta device (no data), for a task probed at small shapes."""
-        try:
-            module = import_file(self.module.__name__ + "_meta", Path(self.file.path))  # type: ignore[union-attr]
-            with torch.device("meta"):
-                model = module.Model(*module.get_init_inputs())
-                inputs = list(module.get_inputs())
-                with torch.no_grad():
-                    result = model(*inputs)
-        except Exception as exc:  # noqa: BLE001 - some ops lack meta kernels
-            return {"error": type(exc).__name__}
-        outs = result if isinstance(result, (list, tuple)) else [result]
-        return {"inputs": tensor_specs(inputs), "outputs": tensor_specs(outs)}
 
     def op_kernel_files(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The compiled kernels of this run, for the referee to keep for later runs of the same source."""

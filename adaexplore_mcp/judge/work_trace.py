@@ -12,7 +12,8 @@ There the program is frozen: no `if` of the candidate's can see what the judge d
 What is recorded, under a `TorchDispatchMode` and the launch hook (`launches.begin(recorder=...)`):
 
 - each ATen operator call (`aten::add.Tensor`...): its arguments, tensors replaced by slots, and its result;
-  a value read back to the host (`.item()`) is kept so the replay can tell when it differs;
+  a value read back to the host (`.item()`) is kept so the replay can tell when it differs, and a launch
+  argument computed from such values is kept as that computation (host_scalars.py);
 - each launch of a kernel defined in the candidate's module: its arguments as passed, the grid it resolved
   to, and the module-level values its body reads (numbers, `tl.constexpr`s, Triton modules, helpers);
 - tensors that existed before the call (parameters, buffers, cached attributes): shipped by value, as
@@ -36,6 +37,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import launches
 from .compare import MAX_NESTING as MAX_INPUT_NESTING, flat_tensors
+from .host_scalars import HostScalar
 from .launches import kernel_name, kernel_names, kernel_source, source_digest
 from .wire import encode_float
 
@@ -57,6 +59,19 @@ def _storage_key(t: torch.Tensor) -> tuple:
     return (t.device.type, t.untyped_storage().data_ptr())
 
 
+def _custom_op_implementation(func: Any) -> Any:
+    """The Python function of a `torch.library.custom_op` defined in this process (PyTorch's documented way to
+    make a Triton kernel an operator), or None: what it runs is the call's work, recorded like the rest."""
+    if getattr(func, "namespace", "aten") in ("aten", "prims"):
+        return None
+    try:
+        from torch._library.custom_ops import OPDEFS
+    except ImportError:  # pragma: no cover - every supported torch has it
+        return None
+    opdef = OPDEFS.get(str(func.name()).split(".")[0])
+    return getattr(opdef, "_init_fn", None)
+
+
 class WorkTrace(TorchDispatchMode):
     """One forward call. Use as a context manager around it, pass `before`/`after` to the launch hook,
     then `finish(result)`; `program` and `constants` are what `op_program` sends."""
@@ -74,6 +89,9 @@ class WorkTrace(TorchDispatchMode):
         self._building: set[str] = set()  # kernels whose entry is being made (a kernel may read itself)
         self._last_launch: dict[str, Any] | None = None  # the step `before` added for the launch under way
         self.paused = 0  # inside a launch: the interpreter's own copies are not the candidate's operators
+        self.host_reads = 0  # values read back with `.item()` (host_scalars.py)
+        self.last_read: int | None = None
+        self._item: Any = None
         self.inputs = [self._input(x) for x in inputs]
         self.output: Any = None
 
@@ -115,6 +133,8 @@ class WorkTrace(TorchDispatchMode):
             return {"t": self._slot(v)}
         if v is None or isinstance(v, (bool, int, str)):
             return v
+        if isinstance(v, HostScalar):  # a launch argument computed from values read back: the replay recomputes it
+            return {"hexpr": v.expr}
         if isinstance(v, float):
             return encode_float(v)
         if isinstance(v, (list, tuple)):
@@ -160,6 +180,10 @@ class WorkTrace(TorchDispatchMode):
                             "hook that computes): the replay cannot see it; compute before or after the launch")
         if self.paused or self.problem is not None:
             return func(*args, **kwargs)
+        implementation = _custom_op_implementation(func)
+        if implementation is not None:  # its Python, traced like any other (its operators and launches recorded)
+            with self:
+                return implementation(*args, **kwargs)
         try:
             step = {"op": func.name(), "args": self.arg(list(args)), "kwargs": {k: self.arg(v) for k, v in kwargs.items()}}
         except Unreplayable as exc:
@@ -168,6 +192,9 @@ class WorkTrace(TorchDispatchMode):
         out = func(*args, **kwargs)
         try:
             step["out"] = self.result(out)
+            if step["op"] == "aten::_local_scalar_dense" and isinstance(out, float):
+                step["out"]["h"] = self.last_read = self.host_reads  # which read a HostScalar names
+                self.host_reads += 1
             self._step(step)
         except Unreplayable as exc:
             self.problem = f"{func.name()} returning {exc}"
@@ -258,6 +285,31 @@ class WorkTrace(TorchDispatchMode):
         if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):  # DTYPE = tl.float16
             return {"tl_dtype": str(value.name)}
         return {"unsupported": type(value).__name__}
+
+    # -- values read back to the host ----------------------------------------------------------------
+    def __enter__(self) -> "WorkTrace":
+        """While recording, `Tensor.item()` returns a HostScalar for a float it reads (host_scalars.py). Entered
+        again inside a custom operator's implementation: patched once, by the outermost entry."""
+        self._depth = getattr(self, "_depth", 0) + 1
+        if self._depth > 1:
+            return super().__enter__()
+        trace, original = self, torch.Tensor.item
+        self._item = original
+
+        def item(t: torch.Tensor) -> Any:
+            trace.last_read = None
+            value = original(t)
+            read = trace.last_read
+            return HostScalar(value, ["h", read]) if read is not None and type(value) is float else value
+
+        torch.Tensor.item = item  # type: ignore[method-assign]
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            torch.Tensor.item = self._item  # type: ignore[method-assign]
+        super().__exit__(*exc)
 
     # -- the end -------------------------------------------------------------------------------------
     def finish(self, result: Any) -> None:

@@ -1,8 +1,10 @@
 """The KernelBench task format: `class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()`.
 
 KernelBench problem files must load unchanged, so a task is just its reference source. A task may
-also carry `small_shapes`: overrides for the module's top-level integer constants (KernelBench files
-read `batch_size`, `in_features`... from module globals at call time), used under the CPU interpreter.
+also carry `small_shapes`: overrides for the module's top-level integer constants (or tuples of positive
+integers, such as `bias_shape`), used under the CPU interpreter. The overrides are written into the source
+(`source_with_constants`) before it runs, so constants derived from them (`bias_shape = (out_channels, 1, 1)`)
+follow.
 
 Two levels live here:
 - `check_static(source)` / `check_small_shapes(...)` parse without executing anything (safe in the
@@ -42,7 +44,7 @@ class TaskSpec:
     task_id: str
     name: str
     source: str
-    small_shapes: dict[str, int] = field(default_factory=dict)
+    small_shapes: dict[str, int | tuple[int, ...]] = field(default_factory=dict)
     degenerate: bool = False
     deterministic: bool = True
     degenerate_outputs: tuple[int, ...] | None = None  # None: every output, when degenerate
@@ -182,21 +184,80 @@ def check_static(source: str, max_bytes: int, required: tuple[str, ...] = REQUIR
     return tree
 
 
-def check_small_shapes(source: str, small_shapes: dict[str, int] | None) -> dict[str, int]:
-    """Small-shape overrides must name existing top-level integer constants with positive values."""
+ShapeValue = int | tuple[int, ...]
+
+
+def tuple_constants(source: str) -> set[str]:
+    """Top-level names bound to a tuple or list display (`bias_shape = (out_channels, 1, 1)`): a tuple of
+    positive integers may replace them, so a shape that is not derived from the integer knobs can shrink too."""
+    names: set[str] = set()
+    for node in pyparse.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        value = getattr(node, "value", None)
+        if isinstance(value, (ast.Tuple, ast.List)):
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _shape_value(value: object) -> ShapeValue | None:
+    """A positive integer, or a non-empty tuple of positive integers (JSON gives a list), or None."""
+    if type(value) is int:
+        return value if value > 0 else None
+    if isinstance(value, (list, tuple)) and value and all(type(v) is int and v > 0 for v in value):
+        return tuple(value)
+    return None
+
+
+def check_small_shapes(source: str, small_shapes: dict[str, object] | None) -> dict[str, ShapeValue]:
+    """Small-shape overrides must name existing top-level integer constants with positive values, or
+    top-level tuple constants with tuples of positive integers."""
     if not small_shapes:
         return {}
     knobs = integer_constants(source)
-    unknown = sorted(set(small_shapes) - set(knobs))
+    tuples = tuple_constants(source) - set(knobs)
+    unknown = sorted(set(small_shapes) - set(knobs) - tuples)
     if unknown:  # named briefly: a tool error quotes a few hundred characters of its input at most
         raise TaskFormatError(
             f"small_shapes names {_few(unknown)}, which are not top-level integer constants of the source "
-            f"(available: {_few(sorted(knobs))})"
+            f"(available: {_few(sorted(knobs))}; tuple constants: {_few(sorted(tuples))})"
         )
-    bad = [k for k, v in small_shapes.items() if type(v) is not int or v <= 0]
+    bad = [k for k, v in small_shapes.items() if _shape_value(v) is None or (k in knobs) != (type(v) is int)]
     if bad:
-        raise TaskFormatError(f"small_shapes values must be positive integers; not so for {_few(bad)}")
-    return dict(small_shapes)
+        raise TaskFormatError(f"small_shapes values must be positive integers (tuples of them for tuple "
+                              f"constants); not so for {_few(bad)}")
+    return {k: _shape_value(v) for k, v in small_shapes.items()}  # type: ignore[misc]
+
+
+def source_with_constants(source: str, overrides: dict[str, ShapeValue]) -> str:
+    """The source with each named top-level constant rebound right after its own assignment, on the same
+    line (`n = 4096; n = 64`): every later statement, constants derived from it included
+    (`bias_shape = (out_channels, 1, 1)`), sees the new value when the module runs, and line numbers (error
+    excerpts, Triton's source lookup) do not move. A name assigned several times is rebound after each."""
+    if not overrides:
+        return source
+    lines = source.splitlines(keepends=True)
+    inserts: list[tuple[int, int, str]] = []
+    for node in pyparse.parse(source).body:
+        if isinstance(node, ast.Assign):
+            bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+            bound = {node.target.id}
+        else:
+            continue
+        text = "".join(f"; {name} = {_literal(overrides[name])}" for name in sorted(bound & set(overrides)))
+        if text and node.end_lineno is not None and node.end_col_offset is not None:
+            inserts.append((node.end_lineno - 1, node.end_col_offset, text))
+    for row, col, text in sorted(inserts, reverse=True):
+        line = lines[row]
+        prefix = line.encode()[:col].decode()  # ast offsets count UTF-8 bytes
+        lines[row] = prefix + text + line[len(prefix):]
+    return "".join(lines)
+
+
+def _literal(value: ShapeValue) -> str:
+    if isinstance(value, (tuple, list)):
+        return "(" + "".join(f"{int(v)}, " for v in value) + ")"
+    return str(int(value))
 
 
 def _few(names: list[str], limit: int = 8) -> str:
@@ -233,11 +294,13 @@ def import_file(module_name: str, path: Path) -> ModuleType:
     return module
 
 
-def apply_shapes(module: ModuleType, overrides: dict[str, int]) -> None:
-    """Override top-level constants; get_inputs()/get_init_inputs() read them at call time.
+def apply_shapes(module: ModuleType, overrides: dict[str, ShapeValue]) -> None:
+    """Override top-level constants of a module already run; get_inputs()/get_init_inputs() read them at
+    call time. Constants derived from them at import keep their values: where the source is at hand, run
+    `source_with_constants` instead (the judge's runner does both, so the two agree).
 
     Every name given is set, including each name of a chained (`height = width = 256`) or tuple
     (`a, b = 1, 2`) assignment; names not given keep their value (they are separate variables).
     """
     for name, value in overrides.items():
-        setattr(module, name, value)
+        setattr(module, name, tuple(value) if isinstance(value, list) else value)

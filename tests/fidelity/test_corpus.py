@@ -102,7 +102,9 @@ def test_chained_and_tuple_size_constants_create_and_evaluate(app: App, small, x
     if on_gpu:
         x_shape, y_shape = (2, 3, 16, 16), (4, 8)
     ev = app.evaluate_kernel(info.task_id, corpus.chained_candidate(x_shape, y_shape))
-    assert ev.verdict == Verdict.passed, _explain(ev)
+    # The candidate asserts the shapes it expects: every trial passes, so the task's shapes reached it; the second
+    # shape set (judge/checks/second_shapes.py) then moves them, which a candidate with fixed shapes does not survive.
+    assert ev.verdict == Verdict.runtime_error and "at the second shape set" in ev.error.message, _explain(ev)
     assert ev.shapes == ("small" if small and not on_gpu else "full") and ev.lineup == "same_seed"
     assert sorted(ev.kernels_launched) == ["ew_kernel"]
 
