@@ -20,7 +20,7 @@ from typing import Any
 # Judge internals a result leaves out unless detail is asked for (all in the stored evaluation).
 INTERNAL_EVALUATION_FIELDS = (
     "speedup_tf32", "timing", "trials", "kernels_launched", "duration_s", "device_index", "node", "sandbox",
-    "lineup", "determinism", "stages_ms", "ops_ms", "work",
+    "lineup", "determinism", "stages_ms", "ops_ms", "work", "fidelity",
 )
 _ALWAYS_KEPT = ("verdict", "speedup")
 EVALUATION_RESOURCE = "adaexplore://evaluations/{eval_id}"
