@@ -12,6 +12,8 @@ A round call serves every search at its own pace: it submits the proposals that 
 search's next briefs once none of its steps waits for a proposal (searches need not move in lockstep).
     python bench/campaign.py reference --dir D --kernel NAME=PATH ...   # e.g. a paper's released kernels
     python bench/campaign.py table --dir D                        # the table, from D/records.jsonl alone
+    python bench/campaign.py table --dir D --from-store [--steps N]   # from the server's store (cut-off calls too)
+    python bench/campaign.py export --dir D --out records.jsonl   # the store's records, to keep with results
 
 Folder layout:
     campaign.json             problems (sources unchanged), strategies, steps, steps in flight, seed, lease
@@ -41,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.campaign_table import print_tables  # noqa: E402
+from bench.campaign_table import print_tables, read_jsonl  # noqa: E402
 
 STRATEGIES = {  # label -> (server strategy, search constants)
     "adaexplore": ("adaexplore", {}),
@@ -303,6 +305,40 @@ async def run_reference(args: argparse.Namespace) -> int:
     return 0
 
 
+def records_from_store(d: Path) -> list[dict]:
+    """Every node of every search, as step records, read from the server's own store: the table's source when a
+    call was cut off (expand_nodes attaches each item as its evaluation ends, so the store holds steps whose batch
+    never returned to the driver). Brief sizes come from the round files that handed each step out."""
+    import sqlite3
+
+    state = load(d / "state.json")
+    chars: dict[str, int] = {}
+    for path in (d / "briefs").glob("*/round-*.json"):
+        brief = load(path)
+        steps = [brief, *brief.get("more_steps", [])]
+        for st in steps:
+            if st.get("step_id"):
+                chars[st["step_id"]] = round(len(json.dumps(brief)) / len(steps))
+    conn = sqlite3.connect(f"file:{(d / 'home' / 'adaexplore.sqlite3').resolve()}?mode=ro", uri=True)
+    out = []
+    for key, search_id in state["searches"].items():
+        rows = conn.execute(
+            "SELECT n.node_id, n.parent_id, n.kind, n.verdict, n.speedup, n.reward, n.step_id,"
+            " COALESCE(e.result, p.evaluation) FROM nodes n JOIN node_payloads p ON p.search_id = n.search_id"
+            " AND p.node_id = n.node_id LEFT JOIN evaluations e ON e.eval_id = p.eval_id"
+            " WHERE n.search_id = ? AND n.node_id > 0 ORDER BY n.node_id", (search_id,)).fetchall()
+        for node_id, parent, kind, verdict, ranked, reward, step_id, evaluation in rows:
+            ev = {**json.loads(evaluation or "{}"), "verdict": verdict}
+            res = {"step_id": step_id, "ok": True, "result": {
+                "node_id": node_id, "reward": reward, "is_new_best": None, "ranked_speedup": ranked,
+                "ranked_against": None if ranked is None else ("tf32" if (ev.get("precision") or {}).get(
+                    "below_fp32") else "fp32"), "evaluation": ev}}
+            rec = step_record(key, search_id, None, res, {"kind": kind, "parent": parent,
+                                                           "brief_chars": chars.get(step_id)}, 0.0)
+            out.append(rec)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -329,12 +365,24 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--kernel", action="append", required=True, help="NAME=PATH (repeatable)")
     p = sub.add_parser("table")
     p.add_argument("--dir", required=True)
+    p.add_argument("--from-store", action="store_true", help="rebuild the records from the server's store "
+                   "(every step it attached, a cut-off call's too) instead of records.jsonl")
+    p.add_argument("--steps", type=int, default=0, help="only each search's first N steps (equal budget)")
+    p.add_argument("--records", help="a records file instead (e.g. one `export` wrote)")
+    p = sub.add_parser("export")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--out", required=True, help="the store's records as JSON lines (no source code in them)")
     args = ap.parse_args(argv)
     if args.cmd == "init":
         args.strategy = args.strategy or list(STRATEGIES)
         return init(args)
     if args.cmd == "table":
-        return print_tables(Path(args.dir))
+        records = (records_from_store(Path(args.dir)) if args.from_store else
+                   read_jsonl(Path(args.records)) if args.records else None)
+        return print_tables(Path(args.dir), records, args.steps)
+    if args.cmd == "export":
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in records_from_store(Path(args.dir))))
+        return 0
     import anyio
 
     return anyio.run(run_round if args.cmd == "round" else run_reference, args)

@@ -68,7 +68,8 @@ def summarize(records: list[dict]) -> dict[str, dict]:
                 if top.get("speedup_compile") is not None:
                     compiled.append(min(CAP, top["speedup_compile"]))
         depth = max((len(c) for c in curves), default=0)
-        curve = [_mean([c[min(i, len(c) - 1)] for c in curves if c]) for i in range(depth)]
+        curve = [_mean([c[i] for c in curves if len(c) > i]) for i in range(depth)]  # searches that reached k
+        reached = [sum(len(c) > i for c in curves) for i in range(depth)]
         out[strategy] = {
             "searches": len(searches), "steps": len(steps),
             "correct": sum(r.get("verdict") == "passed" for r in steps) / len(steps) if steps else None,
@@ -77,7 +78,7 @@ def summarize(records: list[dict]) -> dict[str, dict]:
             "compile_mean": _mean(compiled), "compile_geomean": _geo(compiled),
             "best_below_fp32": below,
             "brief_chars": _mean([r["brief_chars"] for r in steps if r.get("brief_chars")]),
-            "curve": curve,
+            "curve": curve, "reached": reached,
         }
     return out
 
@@ -89,8 +90,42 @@ def ranked_cell(ref: dict) -> str:
     return f"{_fmt(ref.get('speedup'))}x"
 
 
-def print_tables(d: Path) -> int:
-    records = read_jsonl(d / "records.jsonl")
+def first_steps(records: list[dict], n: int) -> list[dict]:
+    """Each search's first n expanded steps (records in order): strategies compared at an equal budget."""
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for r in records:
+        if r.get("ok"):
+            seen[r["search"]] += 1
+            if seen[r["search"]] > n:
+                continue
+        out.append(r)
+    return out
+
+
+def equal_budget(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, float]]]:
+    """Per problem, the steps every strategy reached (the smallest count among its searches) and each
+    strategy's best after that many steps: strategies compared at equal steps even when calls were cut off."""
+    by_search: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        if r.get("ok"):
+            by_search[r["search"]].append(r)
+    budget: dict[str, int] = {}
+    best: dict[str, dict[str, float]] = defaultdict(dict)
+    for problem in sorted({r["problem"] for r in records}):
+        searches = {k: v for k, v in by_search.items() if k.split("__", 1)[0] == problem}
+        k = min(len(v) for v in searches.values())
+        budget[problem] = k
+        for key, recs in searches.items():
+            curve = best_by_step(recs[:k])
+            best[key.split("__", 1)[1]][problem] = curve[-1] if curve else 0.0
+    return budget, best
+
+
+def print_tables(d: Path, records: list[dict] | None = None, steps: int = 0) -> int:
+    records = read_jsonl(d / "records.jsonl") if records is None else records
+    if steps:
+        records = first_steps(records, steps)
     cfg = json.loads((d / "campaign.json").read_text()) if (d / "campaign.json").exists() else {}
     if not records:
         print("no records yet")
@@ -107,15 +142,23 @@ def print_tables(d: Path) -> int:
               f"{_fmt(s['geomean'])}x ({s['with_correct']}) | {_fmt(s['fast_1'])} | "
               f"{_fmt(s['compile_mean'])}x / {_fmt(s['compile_geomean'])}x | {s['best_below_fp32']} | "
               f"{_fmt(s['brief_chars'], 0)} |")
-    marks = [i for i in (1, 2, 4, 8, 12, 16, 24, 32) if any(len(s["curve"]) >= i for s in stats.values())]
-    print("\nmean best-so-far (capped ranked speedup) after step k:\n")
+    marks = [i for i in range(1, 33) if any(len(s["curve"]) >= i for s in stats.values())]
+    print("\nmean best-so-far (capped ranked speedup) after step k, over the searches that reached step k (n):\n")
     print("| strategy | " + " | ".join(f"k={i}" for i in marks) + " |")
     print("|---|" + "---|" * len(marks))
     for name, s in stats.items():
-        print(f"| {name} | " + " | ".join(_fmt(s["curve"][i - 1]) if len(s["curve"]) >= i else "-" for i in marks)
-              + " |")
+        print(f"| {name} | " + " | ".join(f"{_fmt(s['curve'][i - 1])} (n={s['reached'][i - 1]})"
+                                            if len(s["curve"]) >= i else "-" for i in marks) + " |")
+    budget, at_budget = equal_budget(records)
+    print("\nat equal steps per problem (each problem's steps = the fewest any of its searches reached):\n")
+    print("| strategy | " + " | ".join(f"{p} ({k})" for p, k in budget.items()) + " | mean | geomean |")
+    print("|---|" + "---|" * (len(budget) + 2))
+    for name, per in sorted(at_budget.items()):
+        vals = [per.get(p, 0.0) for p in budget]
+        print(f"| {name} | " + " | ".join(f"{_fmt(v)}x" for v in vals) + f" | {_fmt(_mean(vals))}x | "
+              f"{_fmt(_geo(vals))}x |")
     problems = sorted({r["problem"] for r in records})
-    print("\nbest ranked speedup per problem (verdicts: passed/steps):\n")
+    print("\nbest ranked speedup per problem, all steps (verdicts: passed/steps):\n")
     names = list(stats)
     print("| problem | " + " | ".join(names) + " | reference kernel |")
     print("|---|" + "---|" * (len(names) + 1))

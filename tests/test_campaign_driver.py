@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from bench.campaign import problem_name, read_proposal, step_record
-from bench.campaign_table import best_by_step, summarize
+from bench.campaign_table import best_by_step, equal_budget, summarize
 
 
 def test_a_proposal_is_a_py_kernel_with_a_note_or_json_edits(tmp_path):
@@ -45,4 +45,7 @@ def test_the_table_caps_counts_no_correct_kernel_as_zero_and_ranks_by_the_ranked
     s = summarize(records)["s"]
     assert s["searches"] == 2 and s["steps"] == 5 and s["correct"] == 0.4
     assert s["mean"] == 5.0 and abs(s["geomean"] - 10.0) < 1e-9 and s["with_correct"] == 1  # B counts 0 in the mean
-    assert s["fast_1"] == 0.5 and s["compile_mean"] == 5.0 and s["curve"] == [1.0, 1.0, 5.0]
+    assert s["fast_1"] == 0.5 and s["compile_mean"] == 5.0
+    assert s["curve"] == [1.0, 1.0, 10.0] and s["reached"] == [2, 2, 1]  # step 3: only A got there
+    budget, best = equal_budget(records)
+    assert budget == {"A": 3, "B": 2} and best["s"] == {"A": 10.0, "B": 0.0}
