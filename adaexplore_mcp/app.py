@@ -65,7 +65,7 @@ class App:
         self,
         name: str,
         reference_source: str,
-        small_shapes: dict[str, int] | None = None,
+        small_shapes: dict[str, int | list[int]] | None = None,
         description: str = "",
         origin: str = "user",
     ) -> tuple[TaskInfo, bool]:

@@ -58,7 +58,7 @@ class TaskInfo(BaseModel):
                                 "inputs differed (dropout in training mode, atomics)")
     warnings: list[str] = Field(default_factory=list)
     has_small_shapes: bool = False
-    small_shapes: dict[str, int] = Field(
+    small_shapes: dict[str, int | list[int]] = Field(
         default_factory=dict,
         description="overrides of top-level constants used under the CPU interpreter; tasks sharing a name "
         "differ here or in source_hash",

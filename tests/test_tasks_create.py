@@ -4,6 +4,7 @@ suggested for large inputs under the CPU interpreter, statically (the task's cod
 from __future__ import annotations
 
 import json
+import textwrap
 import re
 import time
 from pathlib import Path
@@ -375,3 +376,35 @@ def test_an_exported_header_comments_every_line_of_a_stored_name() -> None:
 
     header = _header(KernelMeta(task="affine\nimport os; os.system('x')\n#"))
     assert all(line.startswith("#") for line in header.splitlines()), header
+
+
+def test_create_task_over_mcp_takes_a_tuple_constant_as_a_list(app: App):
+    source = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+        batch_size = 64
+        channels = 32
+        bias_shape = (channels, 1)
+
+
+        class Model(nn.Module):
+            def __init__(self, bias_shape):
+                super().__init__()
+                self.bias = nn.Parameter(torch.randn(bias_shape))
+
+            def forward(self, x):
+                return x + self.bias
+
+
+        def get_inputs():
+            return [torch.randn(batch_size, channels, 8)]
+
+
+        def get_init_inputs():
+            return [bias_shape]
+        ''')
+    made = tool(app, "create_task", name="tuple-bias", reference_source=source,
+                small_shapes={"batch_size": 2, "channels": 4, "bias_shape": [4, 1]})
+    assert made["small_shapes"] == {"batch_size": 2, "channels": 4, "bias_shape": [4, 1]}
+    assert app.tasks.info(made["task_id"]).small_shapes["bias_shape"] == [4, 1]

@@ -25,7 +25,7 @@ def register(mcp: MCPServer, get_app: GetApp) -> None:
     async def create_task(
         name: str,
         reference_source: str,
-        small_shapes: dict[str, int] | None = None,
+        small_shapes: dict[str, int | list[int]] | None = None,
         description: str = "",
         ctx: Context | None = None,
     ) -> CreateTaskResult:
