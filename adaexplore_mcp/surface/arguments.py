@@ -37,9 +37,24 @@ _TYPE_WORDS = {"integer": "a whole number", "number": "a number", "boolean": "tr
 _TYPE_EXAMPLES = {"integer": 1, "number": 1.0, "boolean": True, "string": "...", "array": [], "object": {}}
 
 
+def _union_tag(part: Any) -> bool:
+    """A location part pydantic adds for one member of a union ('int', 'list[int]'): not an argument's name."""
+    return isinstance(part, str) and (part in _UNION_TAGS or "[" in part)
+
+
+_UNION_TAGS = frozenset({"int", "float", "str", "bool", "dict", "list", "none", "tuple"})
+
+
 def argument_error(exc: ValidationError, input_schema: dict[str, Any]) -> str:
-    """The readable text of a failed argument validation (first MAX_LISTED errors)."""
-    errors = exc.errors(include_url=False)
+    """The readable text of a failed argument validation (first MAX_LISTED errors). A value that fits no member
+    of a union is one error (its location without the members' tags), not one per member."""
+    errors, seen = [], set()
+    for error in exc.errors(include_url=False):
+        loc = tuple(part for part in error.get("loc", ()) if not _union_tag(part))
+        if loc in seen:
+            continue
+        seen.add(loc)
+        errors.append({**error, "loc": loc})
     lines, shown = [], set()
     for error in errors[:MAX_LISTED]:
         name = str(error.get("loc", ("",))[0]) if error.get("loc") else ""
