@@ -1,8 +1,8 @@
-"""Seed rule dot-small-k: Always give tl.dot blocks with M, N and K of at least 16 (pad small dimensions and mask)."""
+"""Seed rule dot-small-k: Always make the inner (K) block of tl.dot at least 16 (pad K with masked loads); triton 3.6 on a GPU refuses a smaller one."""
 
 FORMAT = 1
 KEY = 'dot-small-k'
-TEXT = 'Always give tl.dot blocks with M, N and K of at least 16 (pad small dimensions and mask).'
+TEXT = 'Always make the inner (K) block of tl.dot at least 16 (pad K with masked loads); a GPU compile refuses a smaller one.'
 SIGNATURES = ['CompilationError: Input shapes should have M >= <n>, N >= <n> and K >= <n>']  # seen on triton-3.6-cuda (H100, 2026-12-07): 7 failures of the search campaign, bench/results/2026-12-07-campaign
 ERROR_LINE = 'AssertionError: Input shapes should have M >= 1, N >= 1 and K >= 16'
 SEEN = ['triton-3.6-cuda']
@@ -33,7 +33,7 @@ def trigger(device):
 
 
 def trigger_variant(device):
-    a = torch.randn(8, 32, device=device)
-    b = torch.randn(32, 64, device=device)
-    c = torch.empty(8, 64, device=device)
-    mm_kernel[(1,)](a, b, c, BM=8, BN=64, BK=32)
+    a = torch.randn(64, 8, device=device)
+    b = torch.randn(8, 16, device=device)
+    c = torch.empty(64, 16, device=device)
+    mm_kernel[(1,)](a, b, c, BM=64, BN=16, BK=8)
