@@ -1,11 +1,14 @@
 """Giving cached device memory back: one rule for the referee (after every request) and for runners
-(after a `release`), so neither holds its peak between evaluations."""
+(after a `release`), so neither holds its peak between evaluations; and one reading of "this ran out of memory"
+for every process that reports an exception to the referee."""
 
 from __future__ import annotations
 
 import gc
 
 import torch
+
+from ..errors import safe_str
 
 
 GARBAGE_CHECK_BYTES = 64 << 20  # allocated after a request beyond this: run the cycle collector
@@ -59,3 +62,10 @@ def held_summary(limit: int = 4) -> str:
             groups[key] = groups.get(key, 0) + int(block.get("size", 0))
     top = sorted(groups.items(), key=lambda kv: -kv[1])[:limit]
     return "; ".join(f"{size >> 20} MiB at {where}" for where, size in top) or "nothing allocated"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception says the device ran out of memory (torch's own type, or a library's text). A runner's
+    word only: the referee checks the device itself before acting on it (Referee.memory_short)."""
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in safe_str(exc).lower()
+

@@ -20,8 +20,6 @@ Nothing in the candidate's process can tell which of its trials is replayed, or 
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,10 +144,12 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         if reason not in out.precision_reasons:  # seen in what ran, however the source names it
             out.precision_reasons.append(reason)
     if prep.get("replay_error") or not prep.get("ok"):
-        return _replay_failed(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"))
+        return _replay_failed(ev, str(prep.get("replay_error") or prep.get("internal") or "the replay would not start"),
+                              prep.get("oom") is True)
     if rep.get("replay_error") or "full" not in rep:
         return _replay_failed(ev, "replaying it on new inputs failed: "
-                              f"{str(rep.get('replay_error') or rep.get('internal') or 'no outputs')[:300]}")
+                              f"{str(rep.get('replay_error') or rep.get('internal') or 'no outputs')[:300]}",
+                              rep.get("oom") is True)
     recorded = program.get("steps") if isinstance(program.get("steps"), list) else []
     unseen = sorted({str(s.get("launch"))[:80] for s in recorded if isinstance(s, dict) and "launch" in s}
                     - set(out.kernels))
@@ -242,16 +242,13 @@ def _degenerate_outputs(task: dict, count: int) -> set[int]:
     return {i for i in listed if isinstance(i, int) and not isinstance(i, bool)}
 
 
-def _replay_failed(ev: Any, why: str) -> bool:
+def _replay_failed(ev: Any, why: str, oom: bool) -> bool:
     """The replay's process could not run the program. Out of device memory there (several referees' tasks on one
-    GPU) says nothing about the candidate: the outcome asks for the evaluation once more on a fresh referee
-    (`Outcome.oom`, kept only where the referee finds the device really short), as any out-of-memory does."""
-    if OUT_OF_MEMORY.search(why):
-        ev.out.oom = True
+    GPU; the process says so as every runner does, device_memory.out_of_memory) says nothing about the candidate:
+    the outcome asks for the evaluation once more on a fresh referee (`Outcome.oom`, kept only where the referee
+    finds the device really short), as any out-of-memory does."""
+    ev.out.oom = ev.out.oom or oom
     return _unreplayable(ev, why)
-
-
-OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory", re.IGNORECASE)
 
 
 def _unreplayable(ev: Any, why: str) -> bool:

@@ -36,6 +36,7 @@ from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .compare import as_tensors
 from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
 from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .device_memory import out_of_memory
 from .host_scalars import evaluate
 from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
 from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
@@ -356,7 +357,8 @@ class ReplayOps:
         except ReplayError as exc:
             return {"replay_error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a kernel Triton will not jit
-            return {"replay_error": f"rebuilding the kernels failed: {type(exc).__name__}: {str(exc)[:200]}"}
+            return {"replay_error": f"rebuilding the kernels failed: {type(exc).__name__}: {str(exc)[:200]}",
+                    "oom": out_of_memory(exc)}
         self.kept["replay_program"] = program
         return {"ok": True}
 
@@ -429,7 +431,7 @@ class ReplayOps:
             if refused is not None:
                 return {"replay_error": f"a kernel's body reaches Python outside Triton's language while it compiles "
                         f"({str(refused)[:200]}); the replay compiles Triton's language only"}
-            return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}", "oom": out_of_memory(exc)}
         traced, traced_out = (capture, other_out) if substituted else (full, got)  # the run the copy trace saw
         packs: list[Any] = []
         outputs = [got, checked, *([other_out] if capture is not None else [])]

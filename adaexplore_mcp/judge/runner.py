@@ -25,7 +25,7 @@ from ..tasks.format import apply_shapes, import_file, source_with_constants
 from . import launches, precision, seeding, wire
 from ..errors import safe_str
 from .compare import aliased_output, cloned, nbytes, refuse_shared, unsendable_reason
-from .device_memory import KEEP_CACHED_BYTES, give_back
+from .device_memory import KEEP_CACHED_BYTES, give_back, out_of_memory
 from .host_inputs import on_device
 from .kernel_cache import kernel_cache_dir, read_tree, take_kernel_files
 from .checks.buffer_reuse import with_decoy_first
@@ -105,7 +105,7 @@ class Runner(TimingOps, ReplayOps, ProgramOps, TaskOps):
         quiet(self.handlers)  # a timer of the user's would interrupt the classifying
         c = classify(exc, stage, self.file)
         return {"verdict": c.verdict.value, "error": c.error.model_dump(), "poisoned": c.poisoned,
-                "oom": isinstance(exc, torch.OutOfMemoryError) or "out of memory" in safe_str(exc).lower()}
+                "oom": out_of_memory(exc)}
 
     def _sync(self) -> None:
         if self.device == "cuda":
