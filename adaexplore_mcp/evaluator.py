@@ -76,6 +76,7 @@ class KernelEvaluator:
         self.tasks = tasks
         self.memory = memory
         self._probe_lock = threading.Lock()
+        self._gpu_name: str | None = None  # gpu_name's answer once known: the card under a server does not change
 
     @property
     def timing_available(self) -> bool:
@@ -89,11 +90,14 @@ class KernelEvaluator:
     @property
     def gpu_name(self) -> str | None:
         """The GPU the latest timed evaluation ran on (None before one): a search's first brief names the
-        device its kernels will be timed on, though the server process itself never touches the GPU."""
-        row = self.store.read_one("SELECT json_extract(result, '$.timing.gpu') AS gpu FROM evaluations"
-                                  " WHERE backend = 'cuda' AND json_extract(result, '$.timing.gpu') IS NOT NULL"
-                                  " ORDER BY created_at DESC LIMIT 1")
-        return row["gpu"] if row is not None else None
+        device its kernels will be timed on, though the server process itself never touches the GPU. Read from
+        the store once (a restarted server, or another process's evaluations), then kept: every brief asks."""
+        if self._gpu_name is None:
+            row = self.store.read_one("SELECT json_extract(result, '$.timing.gpu') AS gpu FROM evaluations"
+                                      " WHERE backend = 'cuda' AND json_extract(result, '$.timing.gpu') IS NOT NULL"
+                                      " ORDER BY created_at DESC LIMIT 1")
+            self._gpu_name = row["gpu"] if row is not None else None
+        return self._gpu_name
 
     def rules(self, task_id: str) -> list[RuleRef]:
         return self.memory.rules_for_brief(task_id=task_id)
@@ -126,6 +130,8 @@ class KernelEvaluator:
         evaluation.rules = self.memory.record_failure(evaluation, kernel_source)
         with self.store.write() as tx:
             record_evaluation(tx, evaluation, kernel_source)
+        if evaluation.timing is not None and evaluation.timing.gpu:
+            self._gpu_name = evaluation.timing.gpu
         return evaluation
 
 

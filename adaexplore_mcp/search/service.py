@@ -145,9 +145,9 @@ class SearchService:
         return BRIEFS.assemble(briefs, [resend or s.step_id in created for s in steps])
 
     def _brief(self, search_id: str, step: StepRecord) -> StepBrief:
-        """The brief of one pending step (assembled by search/brief.py). A root step and a repair (a small step
-        on a failed parent) carry the reference source, read here from the task table when the store has
-        one: many clients never let the model read a resource."""
+        """The brief of one pending step (assembled by search/brief.py). The reference source is read here from
+        the task table when the store has one; a root step and a repair (a small step on a failed parent) show
+        it: many clients never let the model read a resource."""
         search = self._search(search_id)
         task, rules = self._task(search.task_id), self.evaluator.rules(search.task_id)  # outside any snapshot
         task_rules = self.evaluator.task_rule_ids(search.task_id)
@@ -157,13 +157,11 @@ class SearchService:
             tree = self._tree(conn, search_id)
             shown = V.brief_nodes(step, tree, search.search_params)
             nodes = R.load_nodes(conn, search_id, shown.wanted(step.parent_id), sources=True, evaluations=True)
-            reference = None
-            if step.parent_id == 0 or (step.kind == "small" and nodes[step.parent_id].verdict != "passed"):
-                try:
-                    row = conn.execute("SELECT source FROM tasks WHERE task_id = ?", (search.task_id,)).fetchone()
-                except sqlite3.OperationalError:  # a store without the task registry (a search over a fake evaluator)
-                    row = None
-                reference = row[0] if row is not None else None
+            try:  # whether the brief shows it is step_brief's call (a root step, a repair)
+                row = conn.execute("SELECT source FROM tasks WHERE task_id = ?", (search.task_id,)).fetchone()
+            except sqlite3.OperationalError:  # a store without the task registry (a search over a fake evaluator)
+                row = None
+            reference = row[0] if row is not None else None
             return B.step_brief(search, step, shown.memory, shown.pool, nodes, task, rules, self.timing_available,
                                 gpu, V.best_summary(search_id, tree), reference, task_rules)
 
