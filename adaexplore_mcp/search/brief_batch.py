@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 from adaexplore_mcp.search.types import Brief, StepBrief
 
-# The fields worth sharing: big, and the same for every step of one search in one call.
+# The fields worth sharing: big, and the same for every step of one search in one call (the model's required
+# fields, strategy and timing_available, are tiny and stay in every brief).
 SHARED_FIELDS = ("task", "reference_source", "instructions", "timing_note", "evaluated_shapes", "device", "gpu",
-                 "rules", "rules_more", "best", "timing_available", "strategy")
+                 "rules", "rules_more", "best")
 ALREADY_SENT = ("This step's brief was handed out by an earlier call and is unchanged: work from it (same "
                 "step_id). Lost it? next_step(search_id, count, resend=true) repeats it whole.")
 
@@ -27,8 +28,6 @@ def compact(first: Brief, other: Brief) -> Brief:
     if not same:
         return other
     cleared = {f: Brief.model_fields[f].get_default(call_default_factory=True) for f in same}
-    for required in ("strategy", "timing_available"):  # required by the model: kept, tiny
-        cleared.pop(required, None)
     return other.model_copy(update={**cleared, "same_as_first": same})
 
 

@@ -37,12 +37,12 @@ _TYPE_WORDS = {"integer": "a whole number", "number": "a number", "boolean": "tr
 _TYPE_EXAMPLES = {"integer": 1, "number": 1.0, "boolean": True, "string": "...", "array": [], "object": {}}
 
 
+_UNION_TAGS = frozenset({"int", "float", "str", "bool", "dict", "list", "none", "tuple"})
+
+
 def _union_tag(part: Any) -> bool:
     """A location part pydantic adds for one member of a union ('int', 'list[int]'): not an argument's name."""
     return isinstance(part, str) and (part in _UNION_TAGS or "[" in part)
-
-
-_UNION_TAGS = frozenset({"int", "float", "str", "bool", "dict", "list", "none", "tuple"})
 
 
 def argument_error(exc: ValidationError, input_schema: dict[str, Any]) -> str:
