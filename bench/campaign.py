@@ -123,6 +123,8 @@ async def run_round(args: argparse.Namespace) -> int:
         log.write(line + "\n")
         log.flush()
 
+    for key, gone in forget_finished_steps(d).items():
+        say(f"{key}: {gone} pending steps were already attached by a call that was cut off (records: `export`)")
     async with Client(server_params(d, cfg["lease_s"]), read_timeout_seconds=args.call_timeout_s) as client:
         for prob in cfg["problems"]:
             if prob["name"] not in state["tasks"]:
@@ -211,6 +213,30 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     save(d / "briefs" / key / "pending.json", pending)
     verdicts = [r["result"]["evaluation"]["verdict"] if r["ok"] else "error" for r in batch["results"]]
     say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
+
+
+def forget_finished_steps(d: Path) -> dict[str, int]:
+    """Drop from every pending.json the steps the server's store says are done. A call cut off mid-round leaves
+    steps that the store attached (each item is attached as its evaluation ends) but that the driver never saw
+    return; submitting them again would only record an item error. Their records come from `export`."""
+    import sqlite3
+
+    store = d / "home" / "adaexplore.sqlite3"
+    if not store.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True)
+    done = {row[0] for row in conn.execute("SELECT step_id FROM steps WHERE status = 'done'")}
+    conn.close()
+    dropped = {}
+    for path in sorted((d / "briefs").glob("*/pending.json")):
+        pending = load(path)
+        finished = [s for s in pending["steps"] if s in done]
+        if finished:
+            for step_id in finished:
+                pending["steps"].pop(step_id)
+            save(path, pending)
+            dropped[path.parent.name] = len(finished)
+    return dropped
 
 
 def read_proposal(folder: Path, step_id: str) -> dict | None:

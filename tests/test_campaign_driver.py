@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from bench import campaign
 from bench.campaign import problem_name, read_proposal, step_record
 from bench.campaign_table import best_by_step, equal_budget, summarize
 
@@ -49,3 +50,20 @@ def test_the_table_caps_counts_no_correct_kernel_as_zero_and_ranks_by_the_ranked
     assert s["curve"] == [1.0, 1.0, 10.0] and s["reached"] == [2, 2, 1]  # step 3: only A got there
     budget, best = equal_budget(records)
     assert budget == {"A": 3, "B": 2} and best["s"] == {"A": 10.0, "B": 0.0}
+
+
+def test_steps_a_cut_call_attached_leave_pending_and_the_rest_stay(tmp_path):
+    import sqlite3
+
+    (tmp_path / "home").mkdir()
+    conn = sqlite3.connect(tmp_path / "home" / "adaexplore.sqlite3")
+    conn.execute("CREATE TABLE steps (step_id TEXT PRIMARY KEY, status TEXT)")
+    conn.executemany("INSERT INTO steps VALUES (?, ?)", [("a", "done"), ("b", "claimed"), ("c", "pending")])
+    conn.commit()
+    conn.close()
+    folder = tmp_path / "briefs" / "P__adaexplore"
+    folder.mkdir(parents=True)
+    campaign.save(folder / "pending.json", {"steps": {s: {"kind": "small"} for s in "abc"}})
+    assert campaign.forget_finished_steps(tmp_path) == {"P__adaexplore": 1}
+    assert sorted(campaign.load(folder / "pending.json")["steps"]) == ["b", "c"]
+    assert campaign.forget_finished_steps(tmp_path) == {}  # nothing more to drop
