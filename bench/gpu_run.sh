@@ -61,7 +61,7 @@ stage judge_latency_traced "${TRACED_CAP:-90}" env ADAEXPLORE_TRACE_OPS="${TRACE
 stage gpu_memory_trace "${MEMTRACE_CAP:-150}" python3 bench/gpu_memory_trace.py --out "$RES/gpu_memory_trace.json" ${MEMTRACE_ARGS:-}
 stage judge_gpu_tests "${GPU_TESTS_CAP:-240}" env GPU_TEST_NOTES="$PWD/$RES/judge_gpu_tests_notes.txt" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_judge_gpu.py
 stage redteam_gpu "${REDTEAM_CAP:-150}" python3 bench/redteam_gpu.py --out "$RES/redteam_gpu.json"
-stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity
+stage fidelity_gpu "${FIDELITY_CAP:-120}" env ADAEXPLORE_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider tests/fidelity tests/test_fidelity_corpus.py
 stage large_tasks "${LARGE_CAP:-300}" python3 bench/large_tasks.py --out "$RES/large_tasks.json" --count "${LARGE_COUNT:-30}"
 stage parallel_steps "${PARALLEL_CAP:-240}" python3 bench/parallel_steps.py --out "$RES/parallel_steps.json" ${PARALLEL_ARGS:-}
 # Needs ray on the host: carry .raybundle (bench/ray_bundle.sh) and unpack it after the wheel line.
