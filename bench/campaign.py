@@ -21,6 +21,9 @@ Folder layout:
     home/                     ADAEXPLORE_HOME of the server (SQLite: tasks, trees, evaluations, memory)
     briefs/<search>/round-<n>.json      the search's n-th next_step response (what the proposer reads)
     briefs/<search>/pending.json        the step ids waiting for a proposal, and each one's kind
+    briefs/<search>/reference.py        get_task's reference_source: a brief that only points to the reference
+                                        (a small step, a large step off the root) is answered with it at hand,
+                                        as an assistant that follows the pointer would
     proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note";
                                         or <step_id>.py, the whole kernel, and <step_id>.note, one line
     records.jsonl             one line per expanded step (and reference.jsonl per reference kernel)
@@ -287,6 +290,12 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
         say(f"{key}: done")
         save(folder / "pending.json", pending)
         return
+    if not (folder / "reference.py").exists():  # what an assistant gets when it follows the brief's pointer
+        task_id = next(((s.get("task") or {}).get("task_id") for s in [brief, *brief.get("more_steps", [])]
+                        if (s.get("task") or {}).get("task_id")), None)
+        if task_id:
+            detail = await call(client, "get_task", {"task_id": task_id})
+            (folder / "reference.py").write_text(detail["reference_source"])
     own_round = len(list(folder.glob("round-*.json"))) + 1  # this search's own round (searches move apart)
     save(folder / f"round-{own_round}.json", brief)
     steps = [brief, *brief.get("more_steps", [])]
