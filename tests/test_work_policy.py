@@ -83,8 +83,8 @@ def findings(tmp_path: Path, body: str, capture: bool = True) -> list[work_polic
     "return scale(x.reshape(-1)).view(64, 64).clone()",
     "return torch.cat([scale(x[:32]), scale(x[32:])])",  # PyTorch lays the kernels' results end to end
     "return scale(x.double()).float()",  # conversions around the kernel
-    "return scale(x, float(self.weight.amax()))",  # glue: one element read back into a launch argument
-    "return scale(x, float(self.weight.sum(dim=1)[0]))",  # glue: 64 elements, the bound for 64 x 64
+    "return scale(x, self.weight.amax().item())",  # glue: one element read back into a launch argument
+    "return scale(x, self.weight.sum(dim=1)[0].item())",  # glue: 64 elements, the bound for 64 x 64
 ], ids=["kernel", "layout_in", "view_out", "cat_of_kernels", "conversions", "scalar_glue", "glue_at_bound"])
 def test_allocation_views_layout_moves_and_small_glue_are_allowed(tmp_path: Path, body: str, capture: bool) -> None:
     assert findings(tmp_path, body, capture) == []
@@ -96,8 +96,8 @@ def test_allocation_views_layout_moves_and_small_glue_are_allowed(tmp_path: Path
     ("return scale(x @ self.weight.t())", "aten::mm"),  # PyTorch's matmul, a kernel's epilogue
     ("return scale(x).relu_()", "aten::relu_"),  # in place on the kernel's result
     ("y = scale(x)\ny[:, :8] = torch.sigmoid(x[:, :8])\nreturn y", "aten::sigmoid"),  # part of the output
-    ("return scale(x, float(x.abs().sum()))", "aten::abs"),  # through a value read back
-    ("return scale(x, float(self.weight.sum(dim=1).amax()))", "aten::sum"),  # glue of 65 elements
+    ("return scale(x, x.abs().sum().item())", "aten::abs"),  # through a value read back
+    ("return scale(x, self.weight.sum(dim=1).amax().item())", "aten::sum"),  # glue of 65 elements
     ("return copy(x * 2 + 1)", "aten::mul"),  # laundering through a copy kernel is library fallback first
 ])
 def test_a_compute_operator_reaching_an_output_is_library_fallback(tmp_path: Path, body: str, op: str,
@@ -118,9 +118,10 @@ def test_a_kernel_that_only_copies_a_value_pytorch_made_is_laundering(tmp_path: 
     assert [(f.rule, f.op) for f in found] == [("exact_copy", op)], found
 
 
-def test_an_input_copied_is_no_laundering_and_a_dead_compute_result_is_not_followed(tmp_path: Path) -> None:
+def test_an_input_copied_is_no_laundering_and_results_reaching_no_output_are_not_followed(tmp_path: Path) -> None:
     assert findings(tmp_path, "return copy(x.contiguous())") == []  # an identity's work: the substitution judges it
     assert findings(tmp_path, "unused = x @ x\nreturn scale(x)") == []
+    assert findings(tmp_path, "assert x.abs().sum().item() > 0\nreturn scale(x)") == []  # a read no launch uses
 
 
 def test_the_table_names_a_family_with_a_reason_for_every_operator() -> None:

@@ -175,7 +175,8 @@ class Run:
                 raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values (red team, round 17)
             fill_unwritten(got.view(-1)[grown:])
         if self.flow is not None:
-            self.flow.op(str(step["op"]), op, args, kwargs, got)
+            out = step.get("out")
+            self.flow.op(str(step["op"]), op, args, kwargs, got, out.get("h") if isinstance(out, dict) else None)
         self.bind(step.get("out"), got, where)
 
     def _alias(self, step: dict) -> None:
@@ -224,7 +225,8 @@ class Run:
                     self._keep(i, pos, now, changed)
             del before
         if self.flow is not None:
-            self.flow.launch(args, kwargs, None if self.overflow else changed_storages)
+            reads = _host_reads([step.get("args"), step.get("kwargs")])
+            self.flow.launch(args, kwargs, None if self.overflow else changed_storages, reads)
 
     def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
         """The launch's tensor arguments whose storage a capture watches: one per storage, inputs included (a
@@ -277,6 +279,22 @@ def _changed_span(changed: torch.Tensor) -> tuple[int, int]:
     """From the first changed byte to the last, [lo, hi)."""
     flags = changed.to(torch.uint8)
     return int(flags.argmax()), changed.numel() - int(flags.flip(0).argmax())
+
+
+def _host_reads(described: Any) -> set[Any]:
+    """The host reads (`["h", n]` in a `hexpr`: host_scalars.py) a launch's described arguments are computed from."""
+    found: set[Any] = set()
+    todo, seen = [described], 0
+    while todo and seen < 100000:
+        v, seen = todo.pop(), seen + 1
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            if len(v) == 2 and v[0] == "h" and type(v[1]) is int:
+                found.add(v[1])
+            else:
+                todo.extend(v)
+    return found
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -6,8 +6,8 @@ cannot see it:
 
 - a compute operator (one outside the policy's table) adds itself, with the elements it wrote, to what flows into
   the memory it writes; every operator passes on what flows into the tensors it reads; an allocation starts afresh;
-- a launch of a candidate kernel passes what flows into all its tensor arguments (and into values read back to the
-  host before it, which reach its scalar arguments) to the memory it changed: in the capture run the storages
+- a launch of a candidate kernel passes what flows into all its tensor arguments (and into the values read back to
+  the host that its scalar arguments are computed from: host_scalars.py) to the memory it changed: in the capture run the storages
   whose bytes changed, otherwise every argument's but the inputs' (which no run may change: replay_inputs.py);
   that memory holds the kernel's work unless an argument over it now equals a value PyTorch made (a copy);
 - a value a compute or layout operator made from memory no kernel changed is remembered by digest
@@ -61,7 +61,7 @@ class WorkFlow:
         self.flows: dict[int, _Flow] = {}
         self.computed: list[tuple[str, int]] = []  # per compute step: (operator, elements it wrote)
         self.values: dict[tuple[int, int], str] = {}  # digests of PyTorch's values -> the operator that made them
-        self.host = _NOTHING  # what flows into the values read back to the host so far
+        self.host: dict[Any, _Flow] = {}  # what flows into each value read back to the host, by read
 
     def _flow(self, tensors: list[torch.Tensor]) -> _Flow:
         flow = _NOTHING
@@ -69,16 +69,16 @@ class WorkFlow:
             flow = flow | self.flows.get(storage_key(t), _NOTHING)
         return flow
 
-    def op(self, name: str, op: Any, args: Any, kwargs: dict, result: Any) -> None:
+    def op(self, name: str, op: Any, args: Any, kwargs: dict, result: Any, read: Any = None) -> None:
         """After an ATen operator (`name`: `aten::add.Tensor`): its results and in-place writes take what flows
-        into what it read, and itself when it computes."""
+        into what it read, and itself when it computes. `read`: which host read it is, for `.item()`."""
         kind = family(name)
         reads = read_by(op, args, kwargs)
         if kind == "layout" and any(t.is_neg() or t.is_conj() for t in reads):
             kind = None  # a negated or conjugated view, materialized, is arithmetic
         flow = self._flow(reads)
         if base_name(name) == "_local_scalar_dense":
-            self.host = self.host | flow
+            self.host[read] = flow
         argument_keys = {storage_key(t) for t in launch_tensors(args, kwargs)}
         made = [t for t in launch_tensors([result], {}) if storage_key(t) not in argument_keys and _has_memory(t)]
         written = [t for t in written_by(op, args, kwargs) if _has_memory(t)]
@@ -95,12 +95,14 @@ class WorkFlow:
             for t in [*made, *written]:
                 self._remember(t, name)
 
-    def launch(self, args: Any, kwargs: dict, changed: set[int] | None) -> None:
+    def launch(self, args: Any, kwargs: dict, changed: set[int] | None, reads: set[Any] = frozenset()) -> None:
         """After a launch: `changed`, the storages whose bytes it changed (None when not measured: every
-        argument's but the inputs'). A storage the launch left holding, as one of its arguments, a value PyTorch
+        argument's but the inputs'); `reads`, the host reads its scalar arguments are computed from. A storage the launch left holding, as one of its arguments, a value PyTorch
         made is a copy of it, not the kernel's work: what PyTorch then makes from it is remembered too."""
         tensors = [t for t in launch_tensors(args, kwargs) if _has_memory(t)]
-        flow = self._flow(tensors) | self.host
+        flow = self._flow(tensors)
+        for read in reads:
+            flow = flow | self.host.get(read, _NOTHING)
         keys = changed if changed is not None else {storage_key(t) for t in tensors} - self.inputs
         copies = {storage_key(t) for t in tensors if storage_key(t) in keys and self._made_by(t) is not None}
         for key in keys:
@@ -108,7 +110,7 @@ class WorkFlow:
 
     def _made_by(self, t: torch.Tensor) -> str | None:
         """The operator that made a value equal to `t`'s, if PyTorch made one (one constant is no one's)."""
-        if not t.numel() or trivial(t):
+        if not self.values or not t.numel() or trivial(t):
             return None
         return self.values.get(tensor_digest(canonical(t)))
 

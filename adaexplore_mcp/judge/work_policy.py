@@ -55,7 +55,9 @@ def base_name(op: str) -> str:
 
 
 def family(op: str) -> str | None:
-    """The allowed family of an ATen operator, None for a compute operator."""
+    """The allowed family of an ATen (or prims) operator, None for a compute operator."""
+    if op.split("::")[0] not in ("aten", "prims"):
+        return None
     return ALLOWED.get(base_name(op))
 
 
