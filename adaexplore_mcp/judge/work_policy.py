@@ -7,9 +7,9 @@ The replay (replay.py) follows the data of the recorded call (work_flow.py) and 
 
 - `library_fallback`: an operator outside the table wrote data that reaches the output, and such operators'
   results reaching it hold more than 1/GLUE_SHARE of its elements; the largest is named;
-- `exact_copy`: the output is, bit for bit, a value a PyTorch operator outside the allocation and view families
-  made inside forward from data no kernel wrote (laundering: PyTorch computes, a kernel copies), unless that
-  value is an input's or a parameter's own (an identity's work) or one constant.
+- `exact_copy`: the output is, bit for bit, a value a compute or layout operator made inside forward from data no
+  kernel wrote (laundering: PyTorch computes, a kernel copies), unless that value is an input's or a parameter's
+  own (an identity's work) or one constant.
 
 Operators are named by their ATen name without overload (`aten::add.Tensor` is `add`).
 """
