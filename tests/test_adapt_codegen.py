@@ -63,15 +63,17 @@ def test_every_op_is_parsed_and_segmented(tasks):
         assert [op.name for _, ops in segments(parsed.ops) for op in ops] == tail
 
 
-# slow: the bench tool's drafts against the real judge on two tasks, 80 s on two busy cores; legitimate kernels
+# slow: the bench tool's drafts against the real judge on one task, 40 s on two busy cores; legitimate kernels
 # passing is tests/fidelity's
 @pytest.mark.slow
 def test_some_draft_passes_the_judge(tmp_path):
     from adaexplore_mcp.app import App
     from adaexplore_mcp.config import JudgeLimits, Settings
 
-    simple = [t for t in synthesize(4, 11) if len(t.ops) <= 3][:2]  # conv2d/amax/scale, maxpool2d/mean/hardswish
-    assert len(simple) == 2
+    # a head the drafts leave to PyTorch (a conv, a pooling; a matmul in half of the drafts) is library fallback
+    # under the work policy: a task whose matmul head some drafts write in Triton
+    simple = [t for t in synthesize(8, 11) if t.ops[0] in ("linear", "matmul")][:1]  # matmul/hardswish/clamp/sum
+    assert len(simple) == 1
     app = App(Settings(home=tmp_path, device="cpu", limits=JudgeLimits(trials=2)))
     try:
         for t in simple:

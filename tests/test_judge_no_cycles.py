@@ -43,13 +43,13 @@ def test_an_evaluation_leaves_no_reference_cycle_in_the_referee(monkeypatch) -> 
 
 def test_the_replays_runs_leave_no_tensor_in_a_reference_cycle(tmp_path: Path, monkeypatch) -> None:
     """The replay's runs hold the inputs the referee lent it through CUDA IPC; a cycle among them (a recursive
-    closure in copy_trace.launch_tensors) kept them until the collector ran, and a replay killed before then
+    closure in tensor_args.launch_tensors) kept them until the collector ran, and a replay killed before then
     kept them allocated in the referee for good: 1,216 MiB on an H100, referees replaced, an honest speedup of
     4.39x measured as 1.57x beside them (bench/results/2026-12-07-h2)."""
     import torch
 
-    from adaexplore_mcp.judge.copy_trace import CopyTrace
     from adaexplore_mcp.judge.replay import Run, build_kernels
+    from adaexplore_mcp.judge.work_flow import WorkFlow
     from tests.test_work_replay import SOURCE, load, record
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -61,12 +61,12 @@ def test_the_replays_runs_leave_no_tensor_in_a_reference_cycle(tmp_path: Path, m
 
     def runs() -> None:  # as ReplayOps.op_replay: capture on the other set, substituted and full runs on the first
         constants = [c.clone() for c in trace.constants]
-        capture = Run(program, kernels, "cpu", "capture", copies=CopyTrace([other, *constants]))
-        capture.copies.pytorch_copies(capture.execute([other], constants))
+        capture = Run(program, kernels, "cpu", "capture", flow=WorkFlow([other], constants))
+        capture.flow.findings(capture.execute([other], constants))
         Run(program, kernels, "cpu", "substitute", captured=capture.captured).execute([x], [c.clone() for c in constants])
         known = [c.clone() for c in constants]
-        full = Run(program, kernels, "cpu", "full", copies=CopyTrace([x, *known]))
-        full.copies.pytorch_copies(full.execute([x], known))
+        full = Run(program, kernels, "cpu", "full", flow=WorkFlow([x], known))
+        full.flow.findings(full.execute([x], known))
 
     runs()
     gc.collect()

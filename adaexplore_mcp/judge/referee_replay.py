@@ -9,11 +9,13 @@ itself, before any timing (a candidate that fails here is not timed):
 - the program as recorded must compute the reference's output for those inputs (and for a second set, when
   one is lent): what the candidate reported it ran is what computes the result (a forged program must be a
   right one);
+- the work policy (work_policy.py, checked in the replay on the run's data flow): no ATen compute operator
+  outside the policy's table may write data that reaches an output beyond the glue bound (library fallback),
+  and no output may be, bit for bit, a value PyTorch made inside forward without the kernels (laundering);
 - with the writes of the candidate's launches taken from the run on the second set (or, for sets of
   SUBSTITUTE_MAX_SET_BYTES and more and tasks whose output hardly depends on the inputs, with its launches
   skipped), the output must not match: else the operators around its kernels did the work (a token launch,
-  or a kernel writing a constant, next to PyTorch);
-- no kernel of its may only move a result PyTorch computed into the output (copy_trace.py, in the replay).
+  or a kernel writing a constant, next to PyTorch).
 
 Nothing in the candidate's process can tell which of its trials is replayed, or how: it is not there.
 """
@@ -27,7 +29,7 @@ import torch
 
 from . import precision, wire
 from .compare import as_tensors, compare, nbytes
-from .copy_trace import CANCELLED, MOSTLY
+from .work_policy import GLUE_SHARE
 from .runners import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
@@ -171,10 +173,8 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
         return _unreplayable(ev, "the replay's process answered for runs it was not asked for")
     if pending.other_out is not None and not substituted:  # lent a second set, the weaker check is no answer
         return _unreplayable(ev, "the replay's process did not run the substitution check it was asked for")
-    parameters = rep.get("parameter_launches") if isinstance(rep.get("parameter_launches"), int) else 0
     out.fields["work"] = {**(out.fields.get("work") or {}),
-                          "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped",
-                                     **({"parameter_launches": parameters} if parameters else {})}}
+                          "replay": {**_summary(steps), "check": "substituted" if substituted else "skipped"}}
     mismatch = compare(ref_out, full, 0, atol, rtol, ev.limits.max_rel_norm)
     if mismatch is None and other is not None:
         mismatch = compare(pending.other_out, other, 0, atol, rtol, ev.limits.max_rel_norm)
@@ -188,34 +188,13 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     refs, got = as_tensors(ref_out), as_tensors(checked)
     count = len(refs)
     live = [i for i in range(count) if i not in _degenerate_outputs(ev.req["task"], count)]
-    copies = [c for c in rep.get("copies") or [] if isinstance(c, list) and len(c) == 2 and c[0] in live]
-    if copies and copies[0][1] == CANCELLED:
-        which = f"output {copies[0][0]}" if count > 1 else "the output"
-        out.reject("work_not_in_candidate_kernels", f"PyTorch operators cancelled what the candidate's kernels "
-                   f"computed, or used it to no effect (a kernel's result minus the same values, times zero, added "
-                   f"with alpha=0 or far below a maximum), before {which}, which is then PyTorch's own work: the "
-                   "candidate's own kernels must compute the result")
-        return False
-    if copies and str(copies[0][1]).startswith(MOSTLY):
-        which = f"output {copies[0][0]}" if count > 1 else "the output"
-        out.reject("work_not_in_candidate_kernels", f"the candidate's kernels computed only "
-                   f"{str(copies[0][1])[len(MOSTLY):][:40]} of the elements of {which}; PyTorch operators computed the "
-                   "rest inside forward from values no candidate kernel computed: the candidate's own kernels must "
-                   "compute the result (at least an eighth of its elements)")
-        return False
-    if copies:
-        which = f"output {copies[0][0]}" if count > 1 else "the output"
-        who = f"the candidate's kernel {str(copies[0][1])[:80]!r}" if copies[0][1] else "the candidate's kernels"
-        out.reject("work_not_in_candidate_kernels", f"{who} only copied values that PyTorch operators "
-                   f"computed inside forward from values no candidate kernel computed (the same values, converted to "
-                   f"another dtype at most, whatever the copies or buffers in between), and {which} is such a copy "
-                   "or PyTorch's work on one: the candidate's own kernels must compute the result")
-        return False
+    broken = [f for f in rep.get("policy") or [] if isinstance(f, dict) and f.get("output") in live]
+    if broken:
+        return _policy_rejection(ev, broken[0], count)
     if live:  # the outputs a constant would not pass: they must change when the kernels' work does
         refs, got = [refs[i] for i in live], [got[i] for i in live] if len(got) == count else None
     if got is not None and compare(refs, got, 0, atol, rtol, ev.limits.max_rel_norm) is None:
         how = ("with what the candidate's own Triton kernels wrote replaced by what they wrote for other inputs"
-               + (" (and what they wrote alike for both, by what they wrote for other parameters)" if parameters else "")
                if substituted else "with the candidate's own Triton kernels skipped")
         if not live:
             out.warnings.append(f"the output matched even {how} (this task is degenerate, so that proves little)")
@@ -225,10 +204,25 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
                    "reference: the work is done elsewhere (PyTorch operators next to a token kernel, or next to a "
                    "kernel that writes a constant?); the candidate's own kernels must compute the result")
         return False
-    if parameters:
-        out.warnings.append(f"the candidate's kernels wrote the same for two input sets ({parameters} launch(es) work "
-                            "on the parameters alone, checked by perturbing them): the work on the inputs is PyTorch's")
     return True
+
+
+def _policy_rejection(ev: Any, finding: dict, count: int) -> bool:
+    """An output that breaks the work policy (the replay's finding, work_policy.py), said with the operator."""
+    which = f"output {finding.get('output')}" if count > 1 else "the output"
+    op = str(finding.get("op"))[:80]
+    if finding.get("rule") == "library_fallback":
+        ev.out.reject("work_not_in_candidate_kernels", f"library fallback: the ATen operator {op} computed data that "
+                      f"reaches {which} (compute operators wrote {str(finding.get('elements'))[:20]} elements reaching "
+                      f"it, over the glue bound of {str(finding.get('bound'))[:20]}, 1/{GLUE_SHARE} of its elements); "
+                      "around the candidate's kernels PyTorch may only allocate, view, move or convert data and "
+                      "compute small glue (docs/judge.md, \"The work policy\"): the candidate's own kernels must "
+                      "compute the result")
+    else:
+        ev.out.reject("work_not_in_candidate_kernels", f"{which} is, bit for bit, a value that the ATen operator {op} "
+                      "made inside forward from data no candidate kernel wrote: the candidate's kernels only copied "
+                      "PyTorch's result (laundering); they must compute it")
+    return False
 
 
 def _degenerate_outputs(task: dict, count: int) -> set[int]:

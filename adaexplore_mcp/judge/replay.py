@@ -17,8 +17,9 @@ from the source the referee holds (replay_kernels.py). Then the program runs on 
 
 Memory the program allocated with `torch.empty*` is filled with NaN (floats) or the largest value (integers)
 in every run, so a skipped kernel cannot leave a plausible result behind and a kernel that reads memory it
-never wrote shows. The copy check of copy_trace.py runs on the capture run (which knows what each launch
-wrote), here, where the candidate cannot see it.
+never wrote shows. The work policy (work_policy.py) is checked on the data flow (work_flow.py) of the capture run
+(which knows what each launch changed), or of the run as recorded when there is none, here, where the candidate
+cannot see it.
 
 On the CPU interpreter a kernel's body runs as Python in this process (on a GPU it is compiled), so there
 a hostile kernel body can still reach the replay: the known limit of judging without a GPU.
@@ -33,16 +34,15 @@ from typing import Any, NamedTuple
 import torch
 
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
-from .compare import as_tensors
-from .byte_values import changed_runs, storage_bytes, trivial_bytes, whole_elements
-from .copy_trace import CopyTrace, launch_tensors, storage_key
+from .byte_values import storage_bytes, storage_key
 from .device_memory import out_of_memory
 from .host_scalars import evaluate
 from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
 from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
-from .tensor_digest import tensor_digest
+from .tensor_args import launch_tensors
 from .wire import span_bytes
+from .work_flow import WorkFlow
 
 # ================================================================================================ running
 
@@ -66,24 +66,22 @@ class Run:
 
     - `full`: as recorded (values read back to the host are compared with the record);
     - `capture`: as recorded, keeping what each launch of the candidate's kernels changed (every byte of
-      every argument's storage but the inputs'), and telling the copy trace which storages were written;
+      every argument's storage), and telling the data flow which storages each launch changed;
     - `substitute`: no launch runs; each one's writes are replaced by those a capture run made on other
       inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
-    - `skip`: no launch runs and nothing is written in their place;
-    - `mixed`: the launches in `captured` are substituted, the others run (the parameters' check below)."""
+    - `skip`: no launch runs and nothing is written in their place.
+
+    With `flow`, the run's data flow is followed for the work policy (work_flow.py)."""
 
     def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
-                 copies: CopyTrace | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
-        self.program, self.kernels, self.device, self.mode, self.copies = program, kernels, device, mode, copies
-        self.write_digests: dict[tuple[int, int], tuple] = {}  # capture: (launch, argument) -> its writes' digest
-        self.constant_writes: set[tuple[int, int]] = set()  # capture: the writes that were one value everywhere
+                 flow: WorkFlow | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
+        self.program, self.kernels, self.device, self.mode, self.flow = program, kernels, device, mode, flow
         self.vals: dict[int, torch.Tensor] = {}
         self.host_differs: str | None = None
         self.reads: dict[Any, Any] = {}  # values read back to the host, by read (host_scalars.py)
         self.captured: dict[int, list[_Writes]] = {} if captured is None else captured
         self.captured_bytes = 0
         self.overflow = False  # the capture outgrew CAPTURE_MAX_BYTES and was dropped
-        self.input_storages: set[int] = set()
 
     @property
     def skip(self) -> bool:
@@ -121,7 +119,7 @@ class Run:
         if isinstance(d, dict) and "t" in d:
             if not isinstance(got, torch.Tensor):
                 raise ReplayError(f"{where} returned {type(got).__name__}, recorded as a tensor")
-            self.vals[d["t"]] = got  # dense: `_aten` checked it (`plain`) before the copy trace read it
+            self.vals[d["t"]] = got  # dense: `_aten` checked it (`plain`) before the data flow read it
         elif isinstance(d, dict) and "l" in d:
             if not isinstance(got, (list, tuple)) or len(got) != len(d["l"]):
                 raise ReplayError(f"{where} returned a different number of results than recorded")
@@ -146,7 +144,7 @@ class Run:
                     self._aten(step, i)
                 elif "alias" in step:
                     self._alias(step)
-                elif self.mode == "substitute" or (self.mode == "mixed" and i in self.captured):
+                elif self.mode == "substitute":
                     self._substitute(step, i)
                 elif not self.skip:
                     self._launch(step, i)
@@ -157,7 +155,6 @@ class Run:
         for slot, x in zip(slots, inputs):
             if isinstance(slot, int) and isinstance(x, torch.Tensor):
                 self.vals[slot] = x
-                self.input_storages.add(storage_key(x))
             elif isinstance(slot, list) and isinstance(x, (list, tuple)) and depth < MAX_INPUT_NESTING:
                 self._bind_inputs(slot, x, depth + 1)
 
@@ -170,15 +167,16 @@ class Run:
         got = op(*args, **kwargs)
         for t in got if isinstance(got, (list, tuple)) else [got]:
             if isinstance(t, torch.Tensor):
-                plain(t, where)  # before the copy trace reads its bytes
+                plain(t, where)  # before the data flow reads its bytes
         if step["op"] in EMPTY_OPS and isinstance(got, torch.Tensor):
             fill_unwritten(got)
         elif grown is not None and isinstance(got, torch.Tensor) and got.numel() > grown:
             if not got.is_contiguous():  # memory a resize exposes is as unwritten as torch.empty's: it could hold
                 raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values (red team, round 17)
             fill_unwritten(got.view(-1)[grown:])
-        if self.copies is not None:
-            self.copies.pytorch_op(op, args, kwargs, got)
+        if self.flow is not None:
+            out = step.get("out")
+            self.flow.op(str(step["op"]), op, args, kwargs, got, out.get("h") if isinstance(out, dict) else None)
         self.bind(step.get("out"), got, where)
 
     def _alias(self, step: dict) -> None:
@@ -216,26 +214,19 @@ class Run:
         watched = self._watched(args, kwargs) if self.mode == "capture" and not self.overflow else None
         before = [storage_bytes(t).clone() for _, t in watched] if watched is not None else None
         kernel.run(*args, grid=tuple(int(g) for g in step["grid"]), warmup=False, **kwargs)
-        written: dict[int, tuple[int, int]] | None = None
-        was: dict[int, torch.Tensor] = {}  # the changed storages' bytes before the launch, for the copy trace
-        runs: dict[int, list[tuple[int, int]]] = {}  # ... and the ranges changed
+        changed_storages: set[int] | None = None
         if watched is not None and before is not None:
-            written = {}
+            changed_storages = set()
             for (pos, t), old in zip(watched, before):
                 now = storage_bytes(t)
                 changed = old != now
-                if not bool(changed.any()):
-                    continue
-                key = storage_key(t)
-                runs[key], was[key] = changed_runs(changed, t.element_size()), old
-                written[key] = (runs[key][0][0], runs[key][-1][1])  # first to last changed element
-                self.write_digests[(i, pos)] = _write_digest(now, changed)
-                if _wrote_a_constant(t, now, written[key]):
-                    self.constant_writes.add((i, pos))
-                self._keep(i, pos, now, changed)
+                if bool(changed.any()):
+                    changed_storages.add(storage_key(t))
+                    self._keep(i, pos, now, changed)
             del before
-        if self.copies is not None:
-            self.copies.after(kernel, args, kwargs, runs if written is not None and not self.overflow else None, was)
+        if self.flow is not None:
+            reads = _host_reads([step.get("args"), step.get("kwargs")])
+            self.flow.launch(args, kwargs, None if self.overflow else changed_storages, reads)
 
     def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
         """The launch's tensor arguments whose storage a capture watches: one per storage, inputs included (a
@@ -290,37 +281,20 @@ def _changed_span(changed: torch.Tensor) -> tuple[int, int]:
     return int(flags.argmax()), changed.numel() - int(flags.flip(0).argmax())
 
 
-def _write_digest(now: torch.Tensor, changed: torch.Tensor) -> tuple:
-    """What a launch wrote into one storage, by digest: which bytes changed, and to what."""
-    return tensor_digest(changed.to(torch.uint8)), tensor_digest(torch.where(changed, now, 0))
-
-
-def _perturbed(c: torch.Tensor) -> torch.Tensor:
-    """A constant with other values: floats with noise of their scale; integers (an int8 weight, an index table)
-    with their own values in another order, so that an index stays in range (red team, round twelve: an int8
-    weight dequantized by a kernel got no credit); bools as they are."""
-    if not c.numel() or c.dtype == torch.bool or c.is_complex():
-        return c
-    generator = torch.Generator().manual_seed(REPLAY_SEED)
-    if not c.is_floating_point():
-        order = torch.randperm(c.numel(), generator=generator).to(c.device)
-        return c.reshape(-1)[order].reshape(c.shape)
-    noise = torch.randn(c.shape, generator=generator, dtype=torch.float32)
-    return c + noise.to(device=c.device, dtype=c.dtype) * (c.float().abs().mean() + 1).to(c.dtype)
-
-
-def _wrote_a_constant(t: torch.Tensor, now: torch.Tensor, span: tuple[int, int]) -> bool:
-    lo, hi = whole_elements(span, t)
-    return trivial_bytes(now[lo:hi], t.dtype)
-
-
-def _bit_equal(a: Any, b: Any) -> bool:
-    """Whether two outputs are the same, bit for bit (the substitution changed nothing)."""
-    xs, ys = as_tensors(a), as_tensors(b)
-    return len(xs) == len(ys) and all(
-        isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dtype == y.dtype and x.shape == y.shape
-        and torch.equal(x.contiguous().reshape(-1).view(torch.uint8), y.contiguous().reshape(-1).view(torch.uint8))
-        for x, y in zip(xs, ys))
+def _host_reads(described: Any) -> set[Any]:
+    """The host reads (`["h", n]` in a `hexpr`: host_scalars.py) a launch's described arguments are computed from."""
+    found: set[Any] = set()
+    todo, seen = [described], 0
+    while todo and seen < 100000:
+        v, seen = todo.pop(), seen + 1
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            if len(v) == 2 and v[0] == "h" and type(v[1]) is int:
+                found.add(v[1])
+            else:
+                todo.extend(v)
+    return found
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -362,25 +336,6 @@ class ReplayOps:
         self.kept["replay_program"] = program
         return {"ok": True}
 
-    def _parameters_check(self, program: dict, kernels: dict, first: Any, fresh: Any, capture: Run,
-                          checked: Any) -> tuple[Any, int]:
-        """When the other inputs' writes changed nothing: the launches whose writes change with the call's
-        constants perturbed (work on the parameters alone: a weight standardized or dequantized, a norm) get what
-        they wrote for those, the others run, and the output must then be wrong. A launch that reads no constant
-        gets no credit (red team, round eleven: a pattern put back in another order did). (output, launches)."""
-        try:
-            probe = Run(program, kernels, self.device, "capture")
-            probe.execute(first(), [_perturbed(c) for c in fresh()])
-        except Exception:  # noqa: BLE001 - constants out of their domain: no launch shown to read them
-            return checked, 0
-        # a constant written is no work, whatever changes it (red team, round twelve: a zero gate from a buffer)
-        reads = {i for (i, pos), d in probe.write_digests.items()
-                 if capture.write_digests.get((i, pos)) != d and (i, pos) not in capture.constant_writes}
-        if probe.overflow or not reads:
-            return checked, 0
-        again = Run(program, kernels, self.device, "mixed", captured={i: probe.captured[i] for i in reads})
-        return again.execute(first(), fresh()), len(reads)
-
     def op_replay(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The runs on the lent inputs; their outputs stay alive until `release` (the referee maps them).
 
@@ -401,7 +356,7 @@ class ReplayOps:
         try:
             if other is not None:  # first: it may not touch the first set's inputs, which the others share
                 known, other_run = fresh(), lent.fresh(other)
-                capture = Run(program, kernels, self.device, "capture", copies=CopyTrace([*other_run, *known]))
+                capture = Run(program, kernels, self.device, "capture", flow=WorkFlow(other_run, known))
                 other_out = capture.execute(other_run, known)
             if capture is not None and capture.overflow:  # never a weaker check: the candidate would choose it
                 return {"replay_error": f"its launches changed memory that takes more than {CAPTURE_MAX_BYTES >> 30} GiB "
@@ -414,11 +369,8 @@ class ReplayOps:
                 capture.captured = {}  # the writes are spent: let go of them before the last run
             known, first_run = fresh(), first()
             full = Run(program, kernels, self.device, "full",
-                       copies=None if substituted else CopyTrace([*first_run, *known]))
+                       flow=None if substituted else WorkFlow(first_run, known))
             got = full.execute(first_run, known)
-            parameters = 0
-            if capture is not None and _bit_equal(checked, got):  # the other inputs' writes changed nothing
-                checked, parameters = self._parameters_check(program, kernels, first, fresh, capture, checked)
             lent.check()
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -432,16 +384,16 @@ class ReplayOps:
                 return {"replay_error": f"a kernel's body reaches Python outside Triton's language while it compiles "
                         f"({str(refused)[:200]}); the replay compiles Triton's language only"}
             return {"replay_error": f"{type(exc).__name__}: {str(exc)[:300]}", "oom": out_of_memory(exc)}
-        traced, traced_out = (capture, other_out) if substituted else (full, got)  # the run the copy trace saw
+        traced, traced_out = (capture, other_out) if substituted else (full, got)  # the run the data flow followed
+        assert traced.flow is not None  # both runs above were given one
+        findings = [f.as_json() for f in traced.flow.findings(traced_out)]
         packs: list[Any] = []
         outputs = [got, checked, *([other_out] if capture is not None else [])]
         self.kept["out"] = (outputs, packs)
         encoded = wire.encode_value(outputs, out, packs)["list"]
-        assert traced.copies is not None  # both runs above were given one
         return {"full": encoded[0], "checked": encoded[1], "other": encoded[2] if capture is not None else None,
                 "check": "substituted" if substituted else "skipped", "host_differs": full.host_differs,
-                "parameter_launches": parameters,
-                "copies": sorted(traced.copies.pytorch_copies(traced_out).items())}
+                "policy": findings}
 
 
 __all__ = ["ReplayError", "ReplayOps", "Run", "build_kernels"]

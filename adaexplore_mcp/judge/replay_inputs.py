@@ -72,7 +72,7 @@ RESIZE_OPS = frozenset({"aten::resize_", "aten::resize_as_"})
 
 def plain(t: torch.Tensor, where: str) -> torch.Tensor:
     """Only dense, strided, unquantized tensors: a quantized factory's memory is not filled like torch.empty's (a
-    forged program counted the replay's runs in it: red team, round 19), and its bytes crashed the copy trace."""
+    forged program counted the replay's runs in it), and the data flow reads its bytes."""
     if t.is_quantized or t.layout != torch.strided or t.is_nested:
         raise ReplayError(f"{where} made a {'quantized' if t.is_quantized else str(t.layout)} tensor; the replay runs "
                           "dense tensors only")

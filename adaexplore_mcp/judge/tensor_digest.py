@@ -1,14 +1,12 @@
 """A 64-bit digest of a tensor's bytes, computed where the tensor lives (no copy to the host).
 
-The copy trace (copy_trace.py) remembers every value PyTorch computed in a call by its digest, so that an
-output a kernel wrote can be recognised as one of them however many hops, in-place no-ops or buffers it went
-through, without keeping the values themselves (a large task's would not fit twice). Equal bytes always give
-equal digests. Each 8-byte word is first mixed (splitmix64's finalizer: a change in any bit, the sign bit of a
-float above all, reaches the low bits), then summed with random odd weights modulo 2**64, in two levels: the
-words of a row, then the rows (odd factors). Without the mixing, flipping the signs of a float64 matrix gave the
-same digest, and an honest `-(a @ b)` kernel was taken for a copy of PyTorch's product (red team, round nine).
-A collision could only flag an honest output, never hide a copy, so the weights are fixed (reproducible
-verdicts) rather than secret.
+The replay's exact-copy check (work_flow.py) remembers every value PyTorch made in a call by its digest, so that an
+output can be recognised as one of them without keeping the values themselves (a large task's would not fit twice);
+the replay also digests what it lends each run (replay_inputs.py). Equal bytes always give equal digests. Each 8-byte
+word is first mixed (splitmix64's finalizer: a change in any bit, the sign bit of a float above all, reaches the low
+bits), then summed with random odd weights modulo 2**64, in two levels: the words of a row, then the rows (odd
+factors). Without the mixing, flipping the signs of a float64 matrix gave the same digest. A collision could only
+flag an honest output, never hide a copy, so the weights are fixed (reproducible verdicts) rather than secret.
 """
 
 from __future__ import annotations
@@ -44,34 +42,25 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
-def tensor_digest(t: torch.Tensor, as_dtype: torch.dtype | None = None) -> tuple[int, int]:
+def tensor_digest(t: torch.Tensor) -> tuple[int, int]:
     """(byte count, digest) of the tensor's elements in row-major order, whatever its dtype, strides or storage
-    offset: a view and a contiguous copy of it digest the same, and so do two dtypes over the same bytes. With
-    `as_dtype`, the digest of `t.to(as_dtype)`, converted a chunk at a time (a large tensor's conversion whole
-    would need its size again in memory)."""
+    offset: a view and a contiguous copy of it digest the same, and so do two dtypes over the same bytes."""
     flat = t.detach().contiguous().reshape(-1)
     if flat.numel() == 0:
         return 0, 0
     step = _ROW * 8 * _CHUNK_ROWS
-    if as_dtype is not None and as_dtype != flat.dtype:
-        size = torch.empty((), dtype=as_dtype).element_size()
-        per = step // size
-        pieces = ((i * size, flat[i:i + per].to(as_dtype).view(torch.uint8)) for i in range(0, flat.numel(), per))
-        n = flat.numel() * size
-    else:
-        data = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
-        if data.storage_offset() % 8:
-            data = data.clone()  # an int64 view needs 8-byte alignment
-        pieces = ((start, data[start:start + step]) for start in range(0, data.numel(), step))
-        n = data.numel()
+    data = flat.view(torch.uint8) if flat.dtype != torch.bool else flat.to(torch.uint8)
+    if data.storage_offset() % 8:
+        data = data.clone()  # an int64 view needs 8-byte alignment
     w, total = _row_weights(flat.device), 0
-    for start, part in pieces:
+    for start in range(0, data.numel(), step):
+        part = data[start:start + step]
         if part.numel() % (_ROW * 8):
             part = torch.cat([part, part.new_zeros((-part.numel()) % (_ROW * 8))])
         rows = (_mix(part.view(torch.int64)).view(-1, _ROW) * w).sum(1)
         index = torch.arange(rows.numel(), device=rows.device, dtype=torch.int64) + start // (_ROW * 8)
         total += int((_mix(rows) * (index * 2 * _K1 + _K2)).sum())  # every row's factor odd
-    return n, total % (1 << 64)
+    return data.numel(), total % (1 << 64)
 
 
 __all__ = ["tensor_digest"]

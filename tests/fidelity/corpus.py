@@ -10,8 +10,8 @@ Conventions under test (adaexplore_mcp/judge/evaluation.py):
 - the tolerance follows the reference output's dtype; precision flags fire only below the task's own.
 
 Shapes are tiny (a few hundred elements; convolutions on 2x3x8x8) so each evaluation takes a second or
-two under Triton's CPU interpreter. Candidates may call torch for what is allowed (a matmul, a conv) but
-always finish in a Triton kernel that writes the output, so the dependence check is satisfied.
+two under Triton's CPU interpreter. Candidates compute in Triton kernels only (a matmul or a conv too: the work
+policy, docs/judge.md, rejects PyTorch's); torch allocates and arranges data around them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,56 @@ import triton.language as tl
 '''
 
 # ------------------------------------------------------------------------------------------------ kernels
+
+# y = x @ w.t() for a row-major (M, K) x and (N, K) w: one program per row of y
+MATMUL_NT = '''
+@triton.jit
+def matmul_nt_kernel(x_ptr, w_ptr, y_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    m = tl.program_id(0)
+    n = tl.arange(0, BN)[:, None]
+    k = tl.arange(0, BK)[None, :]
+    x = tl.load(x_ptr + m * K + k, mask=k < K, other=0.0)
+    w = tl.load(w_ptr + n * K + k, mask=(n < N) & (k < K), other=0.0)
+    cols = tl.arange(0, BN)
+    tl.store(y_ptr + m * N + cols, tl.sum(x * w, 1), mask=cols < N)
+
+
+def matmul_nt(x, w):
+    x, w = x.contiguous(), w.contiguous()
+    y = torch.empty(x.shape[0], w.shape[0], device=x.device, dtype=x.dtype)
+    matmul_nt_kernel[(x.shape[0],)](x, w, y, w.shape[0], x.shape[1], BN=triton.next_power_of_2(w.shape[0]),
+                                    BK=triton.next_power_of_2(x.shape[1]))
+    return y
+'''
+
+# A valid (no padding, stride 1) NCHW convolution with bias: one program per (image, output channel)
+CONV2D = '''
+@triton.jit
+def conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, CO, OH, OW, KH: tl.constexpr, KW: tl.constexpr,
+                  BP: tl.constexpr, BR: tl.constexpr):
+    n = tl.program_id(0) // CO
+    co = tl.program_id(0) % CO
+    p = tl.arange(0, BP)[:, None]
+    r = tl.arange(0, BR)[None, :]
+    ci, kh, kw = r // (KH * KW), (r // KW) % KH, r % KW
+    rm = r < C * KH * KW
+    x = tl.load(x_ptr + n * C * H * W + ci * H * W + (p // OW + kh) * W + (p % OW + kw), mask=(p < OH * OW) & rm,
+                other=0.0)
+    w = tl.load(w_ptr + co * C * KH * KW + r, mask=rm, other=0.0)
+    out = tl.arange(0, BP)
+    tl.store(y_ptr + (n * CO + co) * OH * OW + out, tl.sum(x * w, 1) + tl.load(b_ptr + co), mask=out < OH * OW)
+
+
+def conv2d(x, w, b):
+    x, w = x.contiguous(), w.contiguous()
+    N, C, H, W = x.shape
+    CO, _, KH, KW = w.shape
+    OH, OW = H - KH + 1, W - KW + 1
+    y = torch.empty(N, CO, OH, OW, device=x.device, dtype=x.dtype)
+    conv2d_kernel[(N * CO,)](x, w, b, y, C, H, W, CO, OH, OW, KH=KH, KW=KW, BP=triton.next_power_of_2(OH * OW),
+                             BR=triton.next_power_of_2(C * KH * KW))
+    return y
+'''
 
 # out[i] = y[i] + b[i % cols]  (a row-major (rows, cols) tensor plus a per-column vector)
 ADD_COLUMN_KERNEL = '''
@@ -145,7 +195,7 @@ def get_init_inputs():
 
 def folded_linear(fold: str) -> str:
     """ModelNew folding the scale into the Linear at construction; `fold` is the statements that do it."""
-    return HEADER + ADD_COLUMN_KERNEL + f'''
+    return HEADER + MATMUL_NT + ADD_COLUMN_KERNEL + f'''
 
 class ModelNew(nn.Module):
     def __init__(self, in_features, out_features, scale):
@@ -154,7 +204,7 @@ class ModelNew(nn.Module):
 {fold}
 
     def forward(self, x):
-        y = torch.matmul(x, self.linear.weight.t())
+        y = matmul_nt(x, self.linear.weight)
         out = torch.empty_like(y)
         n = y.numel()
         add_column_kernel[(triton.cdiv(n, 256),)](y, self.linear.bias, out, n, y.shape[1], BLOCK=256)
@@ -240,7 +290,7 @@ def get_init_inputs():
 
 
 def conv_bias_candidate(init: str) -> str:
-    return HEADER + BIAS_RELU_NCHW_KERNEL + f'''
+    return HEADER + CONV2D + BIAS_RELU_NCHW_KERNEL + f'''
 
 class ModelNew(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size):
@@ -248,7 +298,7 @@ class ModelNew(nn.Module):
 {init}
 
     def forward(self, x):
-        y = F.conv2d(x, self.conv.weight, self.conv.bias)
+        y = conv2d(x, self.conv.weight, self.conv.bias)
         out = torch.empty_like(y)
         n = y.numel()
         bias_relu_kernel[(triton.cdiv(n, 256),)](y, {{bias}}, out, n, y.shape[1], y.shape[2] * y.shape[3],
@@ -306,19 +356,19 @@ class ModelNew(nn.Module):
         self.bn = nn.BatchNorm2d(out_channels)
 
     def forward(self, x):
-        y = F.conv2d(x, self.conv.weight, self.conv.bias).contiguous()
+        y = conv2d(x, self.conv.weight, self.conv.bias)
         N, C, H, W = y.shape
         out = torch.empty_like(y)
 '''
 
-BN_BATCH_STATS = HEADER + BN_TRAIN_KERNEL + "\n" + _CONV_BN_INIT + '''\
+BN_BATCH_STATS = HEADER + CONV2D + BN_TRAIN_KERNEL + "\n" + _CONV_BN_INIT + '''\
         bn_relu_kernel[(C,)](y, self.bn.weight, self.bn.bias, out, N, C, H * W, self.bn.eps, RELU=True,
                              BLOCK=triton.next_power_of_2(N * H * W))
         return out
 '''
 
 # Inference semantics (what `.eval()` would give): wrong for a module left in training mode.
-BN_RUNNING_STATS = HEADER + BN_RUNNING_KERNEL + "\n" + _CONV_BN_INIT + '''\
+BN_RUNNING_STATS = HEADER + CONV2D + BN_RUNNING_KERNEL + "\n" + _CONV_BN_INIT + '''\
         bn_relu_kernel[(C,)](y, self.bn.weight, self.bn.bias, self.bn.running_mean, self.bn.running_var, out,
                              N, C, H * W, self.bn.eps, BLOCK=triton.next_power_of_2(N * H * W))
         return out
@@ -327,7 +377,7 @@ BN_RUNNING_STATS = HEADER + BN_RUNNING_KERNEL + "\n" + _CONV_BN_INIT + '''\
 CONV_INSTANCE_NORM_TASK = CONV_BN_TASK.replace("nn.BatchNorm2d(out_channels)", "nn.InstanceNorm2d(out_channels)") \
     .replace("torch.relu(self.bn(self.conv(x)))", "self.norm(self.conv(x))").replace("self.bn =", "self.norm =")
 
-INSTANCE_NORM = HEADER + ROW_NORM_KERNEL + '''
+INSTANCE_NORM = HEADER + CONV2D + ROW_NORM_KERNEL + '''
 
 class ModelNew(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size):
@@ -336,7 +386,7 @@ class ModelNew(nn.Module):
         self.norm = nn.InstanceNorm2d(out_channels)
 
     def forward(self, x):
-        y = F.conv2d(x, self.conv.weight, self.conv.bias).contiguous()
+        y = conv2d(x, self.conv.weight, self.conv.bias)
         N, C, H, W = y.shape
         out = torch.empty_like(y)
         row_norm_kernel[(N * C,)](y, out, H * W, self.norm.eps, BLOCK=triton.next_power_of_2(H * W))
@@ -344,7 +394,7 @@ class ModelNew(nn.Module):
 '''
 
 # InstanceNorm computed with BatchNorm's statistics (over the batch too): wrong.
-INSTANCE_NORM_AS_BATCH = HEADER + BN_TRAIN_KERNEL + '''
+INSTANCE_NORM_AS_BATCH = HEADER + CONV2D + BN_TRAIN_KERNEL + '''
 
 class ModelNew(nn.Module):
     def __init__(self, in_channels, out_channels, kernel_size):
@@ -355,7 +405,7 @@ class ModelNew(nn.Module):
         self.register_buffer("zeros", torch.zeros(out_channels))
 
     def forward(self, x):
-        y = F.conv2d(x, self.conv.weight, self.conv.bias).contiguous()
+        y = conv2d(x, self.conv.weight, self.conv.bias)
         N, C, H, W = y.shape
         out = torch.empty_like(y)
         bn_relu_kernel[(C,)](y, self.ones, self.zeros, out, N, C, H * W, self.norm.eps, RELU=False,

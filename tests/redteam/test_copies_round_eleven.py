@@ -11,8 +11,9 @@ Attacks, each computing the task in PyTorch (expected: `work_not_in_candidate_ke
   an input `copy_` after a copy through the whole buffer): one origin per storage let that write decide for all
   of it. Origins are now kept per byte range (`judge/origin_map.py`), and a launch's copy is the range it changed.
 
-Honest, now passed: a kernel computing a parameter's norm (one element) for PyTorch's matmul; a pad or a
-concatenation written by launches that each move an input into its part (taken for copies of PyTorch's work).
+Honest, now passed: a pad or a concatenation written by launches that each move an input into its part (taken
+for copies of PyTorch's work). A kernel computing a parameter's norm (one element) for PyTorch's matmul, or
+dequantizing an int8 weight for it, is library fallback under the work policy (docs/judge.md).
 """
 
 from __future__ import annotations
@@ -185,7 +186,6 @@ out = torch.empty(2 * n, dtype=a.dtype, device=a.device)
 copy_kernel[grid(n)](a, out[:n], n, BLOCK=128)
 copy_kernel[grid(n)](b, out[n:], n, BLOCK=128)
 return out''', args="a, b")),
-    "a_parameters_norm_for_pytorchs_matmul": (NORM_TASK, NORM_BY_A_KERNEL),
 }
 
 
@@ -196,12 +196,10 @@ def test_pytorchs_work_behind_a_pattern_or_a_copy_beside_something_is_rejected(j
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
-def test_honest_moves_of_inputs_and_work_on_parameters_pass(judge: Judge, name: str) -> None:
+def test_honest_moves_of_inputs_pass(judge: Judge, name: str) -> None:
     source, candidate = HONEST[name]
     ev = judged(judge, candidate, task=task(source, name=name.split("_")[0]))
     assert ev.verdict == Verdict.passed, summary(ev)
-    parameters = ev.work["replay"].get("parameter_launches") if ev.work else None
-    assert (parameters == 1) == name.startswith("a_parameters"), ev.work
 
 
 # -- round twelve -----------------------------------------------------------------------------------------------
@@ -313,7 +311,15 @@ def test_a_zero_gate_computed_from_a_buffer_gets_no_credit_for_the_parameters(ju
     assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
 
 
-def test_an_int8_weight_dequantized_by_a_kernel_passes(judge: Judge) -> None:
-    """Round twelve: integer constants were never perturbed, so a kernel dequantizing one got no credit."""
-    ev = judged(judge, INT8_DEQUANTIZED, task=task(INT8_TASK, name="int8"))
-    assert ev.verdict == Verdict.passed and ev.work["replay"].get("parameter_launches") == 1, summary(ev)
+LIBRARY_FALLBACK = {
+    "a_parameters_norm_for_pytorchs_matmul": (NORM_TASK, NORM_BY_A_KERNEL),
+    "an_int8_weight_dequantized_for_pytorchs_matmul": (INT8_TASK, INT8_DEQUANTIZED),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_FALLBACK))
+def test_a_kernel_on_the_parameters_beside_pytorchs_matmul_is_library_fallback(judge: Judge, name: str) -> None:
+    source, candidate = LIBRARY_FALLBACK[name]
+    ev = judged(judge, candidate, task=task(source, name=name.split("_")[1]))
+    assert ev.verdict == Verdict.rejected and ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
+    assert "library fallback" in ev.rejected.message, summary(ev)

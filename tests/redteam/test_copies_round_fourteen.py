@@ -14,9 +14,9 @@ Attacks (the task `x * 2 + 1` computed by PyTorch; expected `work_not_in_candida
   concatenation check's budget);
 - +0.0 turned into -0.0 by a copy through `int32` views, then real arithmetic.
 
-Honest, now passed: a kernel's columns beside a column PyTorch wrote afterwards (a strided write covered the
-kernel's columns), kernel indices turned into a set by PyTorch (`used[ids] = True`, `isin`: a reordering of the
-indices changed nothing), and a concatenation where cuBLAS computed three quarters.
+Honest, passed: a kernel's columns beside a column PyTorch wrote afterwards (a row sum: glue within the work
+policy's bound). Under the work policy (docs/judge.md), kernel indices turned into a set by PyTorch
+(`used[ids] = True`, `isin`) and a concatenation where cuBLAS computed three quarters are library fallback.
 """
 
 from __future__ import annotations
@@ -231,12 +231,13 @@ out = torch.empty(32, 65)
 out[:, 1:] = affine(x)
 out[:, 0] = x.sum(1)
 return out'''),
-    "kernel_indices_made_a_set_by_pytorch": (EXPERTS_TASK, '''
+}
+
+INDICES_MADE_A_SET_BY_PYTORCH = '''
 ids = argmax_rows(x)
 used = torch.zeros(64, dtype=torch.bool)
 used[ids] = True
-return used, torch.isin(torch.arange(64), ids)'''),
-}
+return used, torch.isin(torch.arange(64), ids)'''
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -253,17 +254,22 @@ out = xm * 2 + 1
 strided_kernel[(1,)](x, out, n, STRIDE=66, BLOCK=128)
 return out'''), task=task(SCATTERED_TASK, name="scattered"))
     assert rejected_for_work(ev), summary(ev)
-    assert "of the elements" in ev.rejected.message
+    assert "library fallback" in ev.rejected.message
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
-def test_honest_columns_and_index_sets_pass(judge: Judge, name: str) -> None:
+def test_honest_columns_pass(judge: Judge, name: str) -> None:
     source, body = HONEST[name]
     ev = judged(judge, attack(body), task=task(source, name=name))
     assert ev.verdict == Verdict.passed and not ev.warnings, summary(ev)
 
 
-def test_a_concatenation_three_quarters_library_work_passes(judge: Judge) -> None:
+def test_kernel_indices_made_a_set_by_pytorch_are_library_fallback(judge: Judge) -> None:
+    ev = judged(judge, attack(INDICES_MADE_A_SET_BY_PYTORCH), task=task(EXPERTS_TASK, name="experts"))
+    assert rejected_for_work(ev) and "library fallback" in ev.rejected.message, summary(ev)
+
+
+def test_a_concatenation_three_quarters_library_work_is_library_fallback(judge: Judge) -> None:
     candidate = attack('''
 out = torch.empty(64, 32)
 torch.mm(a, self.lin.weight.t(), out=out[:48])
@@ -273,4 +279,4 @@ return out''', args="a, x").replace(
         "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.lin = nn.Linear(32, 32, bias=False)\n\n")
     ev = judged(judge, candidate, task=task(LIBRARY_QUARTERS_TASK, name="library_quarters"))
-    assert ev.verdict == Verdict.passed and not ev.warnings, summary(ev)
+    assert rejected_for_work(ev) and "aten::mm" in ev.rejected.message, summary(ev)

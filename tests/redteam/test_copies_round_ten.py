@@ -13,9 +13,7 @@ Honest: a kernel that converts an input to another dtype (the task `x.to(torch.f
 data never reaches) was rejected as "only copied values PyTorch computed": an input in another dtype is the
 task's own output. A Triton dtype passed to a launch as a constexpr (`OUT=tl.float16`, the `_TL_DTYPE[x.dtype]`
 idiom) made the call "not replayable". A kernel that works on the parameters alone (a weight standardized before
-PyTorch's matmul) wrote the same for the substitution's other inputs, so substituting its writes changed
-nothing and it was rejected as doing no work: launches whose writes change with the parameters perturbed now
-get what they wrote for those (round eleven: a pattern reading nothing must not get that credit).
+PyTorch's matmul) is library fallback under the work policy (docs/judge.md): PyTorch's matmul does the work.
 
 Expected: the attacks rejected (`work_not_in_candidate_kernels`), the honest ones passed; a canary after each.
 """
@@ -224,7 +222,7 @@ class ModelNew(nn.Module):
 @pytest.mark.parametrize("name", sorted(COPIES))
 def test_a_copy_with_something_else_written_beside_it_is_rejected(judge: Judge, name: str) -> None:
     ev = judged(judge, COPIES[name])
-    assert rejected_for_work(ev) and "copied" in ev.rejected.message, summary(ev)
+    assert rejected_for_work(ev) and "aten::" in ev.rejected.message, summary(ev)  # the operator is named
 
 
 def test_pytorchs_float_argmax_converted_to_int64_by_a_kernel_is_rejected(judge: Judge) -> None:
@@ -245,15 +243,12 @@ def test_a_triton_dtype_passed_as_a_constexpr_is_replayed(judge: Judge) -> None:
     assert ev.work is not None and ev.work["replay"]["check"] == "substituted", ev.work
 
 
-def test_a_kernel_on_the_parameters_alone_passes(judge: Judge) -> None:
+def test_a_kernel_on_the_parameters_beside_pytorchs_matmul_is_library_fallback(judge: Judge) -> None:
     ev = judged(judge, WEIGHT_STANDARDIZED, task=task(WEIGHT_STANDARDIZED_TASK, name="weight_standardized"))
-    assert ev.verdict == Verdict.passed, summary(ev)
-    assert ev.work is not None and ev.work["replay"].get("parameter_launches") == 1, ev.work
-    assert len(ev.warnings) == 1 and "parameters alone" in ev.warnings[0], ev.warnings
+    assert rejected_for_work(ev) and "aten::mm" in ev.rejected.message, summary(ev)
 
 
 def test_a_parameters_kernel_whose_pattern_pytorch_cancels_is_rejected(judge: Judge) -> None:
-    """Put in another order, the kernel's writes change the output: the copy trace sees that PyTorch cancelled
-    them in the recorded call."""
+    """PyTorch standardizes the weight and multiplies: library fallback, whatever the kernel's pattern."""
     ev = judged(judge, PATTERN_CANCELLED, task=task(WEIGHT_STANDARDIZED_TASK, name="weight_standardized"))
-    assert rejected_for_work(ev) and "cancelled" in ev.rejected.message, summary(ev)
+    assert rejected_for_work(ev) and "library fallback" in ev.rejected.message, summary(ev)

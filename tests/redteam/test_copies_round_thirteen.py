@@ -19,7 +19,8 @@ a canary after each.
   range ran from its first change to its last. Changes are now kept as runs, and an output the kernels computed
   under an eighth of (beside PyTorch's values) is rejected.
 
-Honest, still passed: PyTorch's matmul then a ReLU kernel (the judge allows work split with library operators).
+PyTorch's matmul then a ReLU kernel: library fallback under the work policy (docs/judge.md), rejected naming
+`aten::mm`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import pytest
 
 from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import TOKEN_KERNELS, judged, rejected_for_work, summary
 from tests.test_judge_cases import HEADER, task
 
@@ -198,10 +198,11 @@ return out'''), task=task(RELU_TASK, name="relu"))
     assert rejected_for_work(ev), summary(ev)
 
 
-def test_pytorchs_matmul_then_a_relu_kernel_passes(judge: Judge) -> None:
+def test_pytorchs_matmul_then_a_relu_kernel_is_library_fallback(judge: Judge) -> None:
     ev = judged(judge, forward('''
 h = a @ b
 out = torch.empty_like(h)
 relu_kernel[grid(h.numel())](h, out, h.numel(), BLOCK=128)
 return out''', args="a, b"), task=task(MATMUL_RELU_TASK, name="matmul_relu"))
-    assert ev.verdict == Verdict.passed and not ev.warnings, summary(ev)
+    assert rejected_for_work(ev) and "library fallback" in ev.rejected.message and "aten::mm" in ev.rejected.message, \
+        summary(ev)

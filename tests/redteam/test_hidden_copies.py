@@ -4,7 +4,7 @@ Each candidate computes the task in PyTorch and has a kernel of its own only mov
 
 - through tensors its launch is given inside a tuple, or inside a host-side TensorDescriptor: the replay's
   capture, its substitution and the copy trace looked only at top-level tensor arguments, so a write through
-  them was never put back and the output "depended" on the kernel (copy_trace.launch_tensors walks them now);
+  them was never put back and the output "depended" on the kernel (tensor_args.launch_tensors walks them now);
 - PyTorch computes into a buffer made before the call (`out=` a registered buffer), or into one a kernel had
   zeroed, and a kernel copies it: in-place and `out=` writes of ATen operators now make a storage PyTorch's;
 - the moved result goes through a PyTorch operator that keeps its values (`.clone()`, `+ 0`) on its way out:
@@ -175,7 +175,7 @@ class ModelNew(nn.Module):
 def test_a_copy_the_copy_check_did_not_see_is_rejected(judge: Judge, name: str) -> None:
     ev = judged(judge, COPIES[name])
     assert ev.verdict == Verdict.rejected and ev.rejected is not None, summary(ev)
-    assert ev.rejected.check == "work_not_in_candidate_kernels" and "copied" in ev.rejected.message, summary(ev)
+    assert ev.rejected.check == "work_not_in_candidate_kernels" and "aten::" in ev.rejected.message, summary(ev)
 
 
 def test_a_copy_through_a_tensor_descriptor_is_rejected(judge: Judge) -> None:
@@ -187,7 +187,7 @@ def test_a_copy_through_a_tensor_descriptor_is_rejected(judge: Judge) -> None:
 def test_a_gate_written_through_a_tuple_is_rejected(judge: Judge) -> None:
     ev = judged(judge, GATE_IN_A_TUPLE)
     assert ev.verdict == Verdict.rejected and ev.rejected is not None, summary(ev)
-    assert "for other inputs" in ev.rejected.message, summary(ev)
+    assert ev.rejected.check == "work_not_in_candidate_kernels", summary(ev)
 
 
 def test_an_honest_kernel_on_a_list_of_input_tensors_passes(judge: Judge) -> None:

@@ -56,29 +56,13 @@ def test_lower_precision_is_flagged_however_it_is_named(judge: Judge, name: str)
 # Round four: Triton's language module under another name; the private cuBLAS switch turned on and back within
 # one call (the flag snapshot around the call sees nothing); an fp16 buffer made in __init__ under a dtype name
 # built at run time (no operator in the call makes it: the referee reads the dtypes of the call's constants).
-BIAS_AFTER_TF32_MM = HEADER + '''
-@triton.jit
-def bias_kernel(y_ptr, b_ptr, out_ptr, N, BN: tl.constexpr):
-    row = tl.program_id(0)
-    rn = tl.arange(0, BN)
-    mask = rn < N
-    tl.store(out_ptr + row * N + rn, tl.load(y_ptr + row * N + rn, mask=mask) + tl.load(b_ptr + rn, mask=mask),
-             mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self, fin, fout):
-        super().__init__()
-        self.linear = nn.Linear(fin, fout)
-
-    def forward(self, x):
-        torch._C._set_cublas_allow_tf32(True)
-        y = torch.mm(x, self.linear.weight.t())
-        torch._C._set_cublas_allow_tf32(False)
-        out = torch.empty_like(y)
-        bias_kernel[(y.shape[0],)](y, self.linear.bias, out, y.shape[1], BN=triton.next_power_of_2(y.shape[1]))
-        return out
-'''
+# The switch toggled around the candidate's own GEMM (a PyTorch matmul would be library fallback under the work
+# policy); the kernel's dot is IEEE, so only the switch can flag it.
+BIAS_AFTER_TF32_MM = LINEAR_KERNEL.replace("tl.dot(a, w)", "tl.dot(a, w, input_precision='ieee')").replace(
+    "        linear_kernel[grid](", "        torch._C._set_cublas_allow_tf32(True)\n        linear_kernel[grid](").replace(
+    "BM=64, BN=64, BK=32)\n        return y", "BM=64, BN=64, BK=32)\n        torch._C._set_cublas_allow_tf32(False)\n"
+    "        return y")
+assert BIAS_AFTER_TF32_MM.count("_set_cublas_allow_tf32") == 2
 
 FP16_SCRATCH = HEADER + '''
 @triton.jit

@@ -128,7 +128,7 @@ def rejected(judge: Judge, source: str, check: str, **kw: object) -> str:
 @pytest.mark.parametrize("name", sorted(GATES))
 def test_a_kernel_that_writes_a_constant_next_to_pytorch_is_rejected(judge: Judge, name: str) -> None:
     message = rejected(judge, candidate(GATES[name], extra=ZERO_KERNEL), "work_not_in_candidate_kernels")
-    assert "for other inputs" in message
+    assert "library fallback" in message  # PyTorch computes beside the gate
 
 
 def test_a_gate_next_to_a_library_matmul_is_rejected(judge: Judge) -> None:
@@ -139,7 +139,7 @@ def test_a_gate_next_to_a_library_matmul_is_rejected(judge: Judge) -> None:
 @pytest.mark.parametrize("name", sorted(COPIES))
 def test_a_pytorch_result_moved_by_kernels_is_rejected(judge: Judge, name: str) -> None:
     message = rejected(judge, candidate(COPIES[name], extra=TOKEN_KERNELS), "work_not_in_candidate_kernels")
-    assert "copied" in message
+    assert "aten::" in message  # the operator is named
 
 
 def test_state_carried_between_the_replays_runs_does_not_help(judge: Judge) -> None:
@@ -152,10 +152,10 @@ def test_a_kernel_name_bound_twice_is_refused(judge: Judge) -> None:
 
 
 def test_an_honest_kernel_with_a_residual_and_a_constant_kernel_beside_it_passes(judge: Judge) -> None:
-    """The control: a kernel writing a constant is fine when another kernel of the candidate does the work,
-    and PyTorch may still add an input to a kernel's result (a residual)."""
+    """The control: a kernel writing a constant is fine when another kernel of the candidate does the work (a
+    residual added by PyTorch would be library fallback under the work policy)."""
     body = ("        flag = torch.empty(1, dtype=x.dtype)\n        zero_kernel[(1,)](flag)\n"
-            "        return affine(x * 0.5 + flag) + x")
+            "        return affine(x)")
     ev = evaluate(judge, candidate(body, extra=ZERO_KERNEL))
     canary(judge)
     assert ev.verdict == Verdict.passed, summary(ev)
@@ -263,5 +263,5 @@ def test_a_gate_behind_tiny_writes_to_a_large_buffer_still_meets_the_substitutio
     body = ("        scratch = torch.empty(1 << 24)\n        for i in range(4):\n"
             "            poke_kernel[(1,)](scratch, i * ((1 << 24) // 4 - 1))\n" + GATES["empty_flag"])
     message = rejected(judge, candidate(body, extra=OVERFLOW_GATE), "work_not_in_candidate_kernels")
-    assert "for other inputs" in message
+    assert "library fallback" in message  # PyTorch computes beside the gate
 

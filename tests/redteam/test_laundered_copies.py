@@ -171,7 +171,7 @@ def probed(judge: Judge, spec: TaskSpec) -> TaskSpec:
 @pytest.mark.parametrize("name", sorted(COPIES))
 def test_a_copy_laundered_on_its_way_out_is_rejected(judge: Judge, name: str) -> None:
     ev = judged(judge, COPIES[name])
-    assert rejected_for_work(ev) and "copied" in ev.rejected.message, summary(ev)
+    assert rejected_for_work(ev) and "aten::" in ev.rejected.message, summary(ev)  # the operator is named
 
 
 def test_a_scalar_output_is_not_degenerate_and_pytorch_computing_it_is_caught(judge: Judge) -> None:
@@ -193,7 +193,7 @@ class ModelNew(nn.Module):
         return y, y.mean() * 1e-3
 '''
     ev = judged(judge, token, task=spec)
-    assert rejected_for_work(ev) and "outputs [0]" in ev.rejected.message, summary(ev)
+    assert rejected_for_work(ev) and "output 0" in ev.rejected.message, summary(ev)
     honest = HEADER + AFFINE_KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -268,14 +268,14 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.parametrize("name", ["negated_matmul_float64", "concatenated_contiguous_slices_of_the_input"])
-def test_honest_kernels_the_copy_check_once_took_for_copies_pass(judge: Judge, name: str) -> None:
-    """Red team, round nine: the digest confused a float64 matrix with its negation (a sign flip left the sum of
-    its words unchanged), and PyTorch's `.contiguous()` copies of an input's slices, laid end to end by the
-    task's concatenation kernel, were taken for PyTorch's work."""
-    spec, source = {"negated_matmul_float64": (task(NEG_MATMUL_64, name="neg_matmul64"), NEG_EPILOGUE),
-                    "concatenated_contiguous_slices_of_the_input": (task(SWAP_HALVES, name="swap_halves"),
-                                                                    CAT_OF_CONTIGUOUS_SLICES)}[name]
+def test_pytorchs_contiguous_slices_of_the_input_laid_end_to_end_by_a_kernel_pass(judge: Judge) -> None:
+    """PyTorch's `.contiguous()` copies of an input's slices, laid end to end by the task's concatenation kernel,
+    are layout moves of the input: the kernel's work."""
     for _ in range(3):  # the digest's collisions depended on the inputs drawn
-        ev = judged(judge, source, task=spec)
+        ev = judged(judge, CAT_OF_CONTIGUOUS_SLICES, task=task(SWAP_HALVES, name="swap_halves"))
         assert ev.verdict == Verdict.passed, summary(ev)
+
+
+def test_a_kernel_negating_pytorchs_float64_matmul_is_library_fallback(judge: Judge) -> None:
+    ev = judged(judge, NEG_EPILOGUE, task=task(NEG_MATMUL_64, name="neg_matmul64"))
+    assert rejected_for_work(ev) and "aten::mm" in ev.rejected.message, summary(ev)

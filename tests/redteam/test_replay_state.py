@@ -152,8 +152,8 @@ def test_memory_no_operator_wrote_is_filled_whoever_allocates_it(tmp_path) -> No
 
 def test_a_quantized_or_sparse_tensor_is_refused_before_anything_reads_it() -> None:
     """Round 19: a quantized factory's memory is not filled (a counter of runs lived in it, read through an
-    alias as bytes), and the copy trace crashed on its bytes. The replay runs dense tensors only."""
-    from adaexplore_mcp.judge.copy_trace import CopyTrace
+    alias as bytes), and reading its bytes crashed the replay. The replay runs dense tensors only."""
+    from adaexplore_mcp.judge.work_flow import WorkFlow
 
     quantized = program([{"op": "aten::_empty_affine_quantized", "args": {"l": [[1024]]},
                           "kwargs": {"dtype": {"dtype": "quint8"}, "scale": 1.0, "zero_point": 0},
@@ -162,7 +162,7 @@ def test_a_quantized_or_sparse_tensor_is_refused_before_anything_reads_it() -> N
     for prog in (quantized, sparse):
         x = torch.randn(4)
         with pytest.raises(ReplayError, match="dense tensors only"):
-            Run(prog, {}, "cpu", "capture", copies=CopyTrace([x])).execute([x], [])
+            Run(prog, {}, "cpu", "capture", flow=WorkFlow([x], [])).execute([x], [])
 
 
 FORGED_HONEST = HEADER + '''
