@@ -32,7 +32,7 @@ VARIANT_ORDER: dict[str, list[str]] = {
     "linear_bias_relu": ["pretransposed", "fused", "split_epilogue"],
     "linear_gelu_scale": ["pretransposed", "fused"],
     "matmul_residual": ["fused"],
-    "conv2d_relu_bias": ["torch_conv_fused_epilogue", "implicit_gemm"],
+    "conv2d_relu_bias": ["implicit_gemm"],
     "maxpool2d": ["flat"],
     "avgpool2d": ["flat", "row_pairs"],
     "cross_entropy": ["single_pass", "online"],
