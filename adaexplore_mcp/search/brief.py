@@ -46,8 +46,9 @@ MODELNEW_CONTRACT = (
     "same __init__ and forward signatures and outputs. The judge builds both under the same seed (create "
     "parameters and buffers in the same order and shapes as Model; if that mismatches, it retries with Model's "
     "weights copied in by name) and leaves them in the mode their constructors set. The work must be done by "
-    "Triton kernels (@triton.jit, defined at module level) that forward launches; the judge replays the call "
-    "on other inputs, so pass input-dependent values to kernels as tensors, not through .item(). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
+    "Triton kernels (@triton.jit, defined at module level) that forward launches; around them PyTorch may only "
+    "allocate, view, reshape, copy, cast or pad (other PyTorch compute reaching an output, beyond glue of 1/64 of "
+    "it, is rejected as library fallback). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
     "on a float32 task): a kernel below the task's precision is ranked and rewarded only by its speedup against "
     "the reference run at reduced precision (TF32), never against strict fp32."
 )
