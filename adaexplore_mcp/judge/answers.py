@@ -27,6 +27,30 @@ class Failure:
         reply = reply if isinstance(reply, dict) else {}
         return cls(reply.get("verdict"), reply.get("error"), reply.get("internal"), bool(reply.get("oom")))
 
+    @classmethod
+    def unless_ok(cls, reply: Any) -> "Failure | None":
+        """The failure in a `load` or `build` answer: any answer with a verdict, or without `ok`."""
+        if isinstance(reply, dict) and "verdict" not in reply and "ok" in reply:
+            return None
+        return cls.of(reply)
+
+
+@dataclass(frozen=True)
+class BuildAnswer:
+    """A `build` answer from the candidate's runner: its failure, or the precision flags its constructor changed
+    and the index of its constant tensors (checks/perturbation.py: state_index)."""
+
+    failure: Failure | None
+    flags: Any = None
+    state: Any = None
+
+    @classmethod
+    def parse(cls, reply: Any) -> "BuildAnswer":
+        failure = Failure.unless_ok(reply)
+        if failure is not None:
+            return cls(failure)
+        return cls(None, reply.get("flags"), reply.get("state"))
+
 
 @dataclass(frozen=True)
 class CallAnswer:

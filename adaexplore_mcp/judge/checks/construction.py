@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..answers import BuildAnswer, Failure
 from ..outcome import fresh_seed
 from .context import Judging
 from .perturbation import perturb_both
@@ -29,8 +30,9 @@ def load_candidate(ev: Judging) -> None:
     reply, _ = ev.cand_call({"op": "load", "role": "cand", "module": ev.module, "source": ev.req["cand_source"],
                              "kernel_files": names}, kernels)
     ev.mark("load")
-    if "verdict" in reply or "ok" not in reply:
-        ev.out.error(reply)
+    failure = Failure.unless_ok(reply)
+    if failure is not None:
+        ev.out.error(failure)
 
 
 def build_models(ev: Judging) -> None:
@@ -39,11 +41,12 @@ def build_models(ev: Judging) -> None:
     seed = fresh_seed()
     built, _ = ev.referee.call_ref(ev.ref, {"op": "build", "seed": seed}, ev.deadline, "building the reference")
     reply, _ = ev.cand_call({"op": "build", "seed": seed, "init_inputs": ev.ref.init_inputs}, ev.ref.init_buffers)
-    if "verdict" in reply or "ok" not in reply:
-        ev.out.error(reply)
+    answer = BuildAnswer.parse(reply)
+    if answer.failure is not None:
+        ev.out.error(answer.failure)
         return
-    note_flags(ev, reply.get("flags"), "while building")
-    perturb_both(ev, seed, built.get("state"), reply.get("state"))  # parameters that matter
+    note_flags(ev, answer.flags, "while building")
+    perturb_both(ev, seed, built.get("state"), answer.state)  # parameters that matter
     ev.mark("build")
 
 
