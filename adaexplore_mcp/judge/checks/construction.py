@@ -25,7 +25,6 @@ def load_candidate(ev: Judging) -> None:
     """Import the candidate in its runner, with what earlier runs of the same source compiled (an import error
     or a missing ModelNew is the candidate's verdict)."""
     ev.out.fields["determinism"] = DETERMINISTIC if ev.req["task"].get("deterministic", True) else NONDETERMINISTIC
-    ev.progress(0.1, "compiling: importing the candidate")
     names, kernels = ev.referee.kernel_files(ev.module)
     reply, _ = ev.cand_call({"op": "load", "role": "cand", "module": ev.module, "source": ev.req["cand_source"],
                              "kernel_files": names}, kernels)

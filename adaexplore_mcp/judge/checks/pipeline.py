@@ -37,28 +37,26 @@ Check = Callable[[Judging], None]
 
 @dataclass(frozen=True)
 class Step:
-    """One check in the spine: its name, the function, whether it runs on a GPU only, and the stage its time is
-    reported under when the function does not mark its own (`stages_ms`)."""
+    """One check in the spine: its name, the function, whether it runs on a GPU only, the progress reported as it
+    starts (when the function reports none itself), and the stage its time is reported under when the function
+    does not mark its own (`stages_ms`)."""
 
     name: str
     check: Check
     gpu_only: bool = False
+    progress: tuple[float, str] | None = None
     mark: str | None = None
 
 
-def _second_shape_set(ev: Judging) -> None:
-    ev.progress(0.72, "checking at a second, unseen shape set")
-    check_second_shape_set(ev)
-
-
 PIPELINE: tuple[Step, ...] = (
-    Step("load", load_candidate),
+    Step("load", load_candidate, progress=(0.1, "compiling: importing the candidate")),
     Step("build", build_models),
     Step("trials", run_trials),
     Step("source_precision", report_source_precision),
     Step("work", check_work),
-    Step("second_shape_set", _second_shape_set, mark="fidelity_after_pass"),
-    Step("timing", time_on_gpu, gpu_only=True),
+    Step("second_shape_set", check_second_shape_set, progress=(0.72, "checking at a second, unseen shape set"),
+         mark="fidelity_after_pass"),
+    Step("timing", time_on_gpu, gpu_only=True, progress=(0.75, "timing")),
     Step("roofline", check_faster_than_hardware, gpu_only=True),
 )
 
@@ -68,6 +66,8 @@ def run_pipeline(ev: Judging, steps: tuple[Step, ...] = PIPELINE) -> None:
     for step in steps:
         if step.gpu_only and ev.device != "cuda":
             continue
+        if step.progress is not None:
+            ev.progress(*step.progress)
         step.check(ev)
         if step.mark is not None:
             ev.mark(step.mark)

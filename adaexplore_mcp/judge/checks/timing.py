@@ -16,5 +16,4 @@ def time_on_gpu(ev: Judging) -> None:
     """The candidate timed against the reference (and torch.compile); the numbers go in `ev.timed`."""
     from ..referee_timing import time_candidate  # torch.cuda's timing machinery: GPU referees only
 
-    ev.progress(0.75, "timing")
     time_candidate(ev)  # marks its own stages (timing_candidate, profile, timing_reference)
