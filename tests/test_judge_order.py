@@ -106,8 +106,8 @@ def test_a_cpu_evaluation_sends_few_requests_releases_riding_on_the_next_one(
         referee: Referee, steps: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """Round trips to the runners (ADAEXPLORE_TRACE_OPS counts them, per role and request): on the CPU a release
     nobody reads goes with the runner's next request, and a candidate's runner is killed without one. Five trials
-    sent 31 requests, 12 of them releases; now 22, 3 of them releases (two sent by the replay's check, and the
-    reference's last, which accounts its memory)."""
+    send 22 requests, 3 of them releases (two sent by the replay's check, and the reference's last, which accounts
+    its memory)."""
     monkeypatch.setenv("ADAEXPLORE_TRACE_OPS", "1")
     out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None).fields
     assert out["verdict"] == "passed", out
