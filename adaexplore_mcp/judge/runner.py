@@ -53,6 +53,10 @@ class Runner:
         self.kept: dict[str, Any] = {}
         self.work_trace: Any = None  # a candidate's last recorded trial (work_trace.py), dropped by the last release
         precision.watch_switches()  # before anything untrusted is imported
+        if device == "cpu":  # the interpreter's launch path hooked, a clean triton.language kept: before any user code
+            from .frontend_record import install
+
+            install()
         self.handlers = own_handlers()  # put back after each call into user code (`calm`)
 
     def answer(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
