@@ -22,7 +22,8 @@ Further rules:
 - the reference timed afresh on a task's first evaluations, then every 4th (`reference_timings.py`).
 
 Two more yardsticks than the eager reference, the compiled reference and the roofline, are measured
-after it (`referee_baselines.py`) and recorded with it here.
+after it (`referee_baselines.py`) and recorded with it here; the timing's numbers go in `ev.timed`, where the
+pipeline's next check (checks/roofline.py) holds the candidate to its roofline and sets the speedups.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from .hidden_work import block_summary, hidden_per_call, outside_per_pair, sampl
 from .reference_timings import REUSE_S, ReferenceTiming, ReferenceTimings
 from .referee_baselines import COMPILE_MODE, compile_and_time, compile_ready, compile_settled, compiled_median
 from .referee_baselines import hardware_context, release_quietly, time_compiled
+from .timing import METHOD, gpu_lock, plan_reps, summarize
+
 if TYPE_CHECKING:
     from .checks.context import Judging
-
-from .timing import METHOD, gpu_lock, plan_reps, summarize
 
 BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
 BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope cancels fixed costs
@@ -369,5 +370,6 @@ def _record(ev: Judging, cand_blocks: list, timings: ReferenceTimings, used: Ref
     timing["clocks"] = hardware.get("clocks")
     ev.timed = Timed(timing, hardware, cand_ms, ref_ms, tf32_ms, compiled_ms, [ref_t.median_ms, tf32_t.median_ms] +
                      ([timing["reference_compiled"]["median_ms"]] if timing.get("reference_compiled") else []))
+
 
 __all__ = ["profile_share", "time_candidate"]
