@@ -75,7 +75,10 @@ def test_each_role_answers_only_its_own_requests() -> None:
     assert runner.kept == {"out": 1}
     assert role_for({"op": "load", "role": "ref"}) is ReferenceRunner
     assert role_for({"op": "load", "role": "cand"}) is CandidateRunner
-    assert role_for({"op": "replay_prepare"}) is ReplayRunner and role_for({"op": "release"}) is None
+    assert role_for({"op": "replay_prepare"}) is ReplayRunner and role_for({"op": "replay"}) is ReplayRunner
+    assert role_for({"op": "forward"}) is CandidateRunner and role_for({"op": "make"}) is ReferenceRunner
+    assert role_for({"op": "release"}) is None and role_for({"op": "build"}) is None  # shared, or two roles'
+    assert role_for({"op": "nothing"}) is None and role_for({"op": "load", "role": "other"}) is None
 
 
 def test_a_release_first_is_done_before_the_request_it_rides_on() -> None:

@@ -109,19 +109,23 @@ class Runner:
 
 
 def role_for(req: dict) -> type[Runner] | None:
-    """The role a runner's request names (`load` with its role, or `replay_prepare`); None for any other."""
+    """The role a request names: `load` by its `role`; any other request that exactly one role answers (`replay`,
+    `forward`, `make`...) names that role. None for a request every role shares, or none answers."""
     from .runner_candidate import CandidateRunner
     from .runner_reference import ReferenceRunner
     from .runner_replay import ReplayRunner
 
-    if req.get("op") == "load":
+    op = req.get("op")
+    if op == "load":
         return {"ref": ReferenceRunner, "cand": CandidateRunner}.get(str(req.get("role")))
-    return ReplayRunner if req.get("op") == "replay_prepare" else None
+    owners = [role for role in (ReferenceRunner, CandidateRunner, ReplayRunner)
+              if op in role.REQUESTS and op not in Runner.REQUESTS]
+    return owners[0] if len(owners) == 1 else None
 
 
 def serve(conn: Connection, device: str, tmp: Path) -> None:
-    """Answer the referee until it says `exit` or goes away. The first request that names a role makes the
-    runner that role's (a spare is forked before anyone knows what it will serve); a request before that is
+    """Answer the referee until it says `exit` or goes away. The first request that names a role (`role_for`) makes
+    the runner that role's (a spare is forked before anyone knows what it will serve); a request before that is
     answered by the requests every role shares."""
     launches.install()
     watch = StuckWatch(sys.stderr, WATCHDOG_LEAD_S)

@@ -109,7 +109,8 @@ def trial_batch(ev: Judging, first: int, count: int, n: int, seeds: list[int] | 
         opened: dict = {}  # the trials' outputs may share one packed buffer: open each share once
         for k, ((inputs, ref_out), got) in enumerate(zip(made, results)):
             trial = first + k
-            ev.progress(0.2 + 0.5 * trial / n, f"checking trial {trial + 1}/{n}")
+            if trial < n:  # a trial beyond the plan's (the second shape set) reported its own step
+                ev.progress(0.2 + 0.5 * trial / n, f"checking trial {trial + 1}/{n}")
             mismatch = judge_call(ev, trial, got, bufs, inputs, lent[k], ref_out, opened)
             if mismatch is not None or ev.out.done:
                 return mismatch
