@@ -104,7 +104,8 @@ def test_the_real_kernel_on_the_first_calls_only_is_caught_when_a_later_trial_is
     referee = Referee("cpu", home, home / "logs", home / "cache")
     spec = TaskSpec(task_id="first-two", name="first-two", source=ROWS_TASK.format(expr="x * 2 + 1"))
     try:
-        result = evaluation.evaluate(referee, referee_request("first_two", FIRST_TWO_CALLS, spec), lambda f, m: None)
+        result = evaluation.evaluate(referee, referee_request("first_two", FIRST_TWO_CALLS, spec),
+                                     lambda f, m: None).fields
         assert result["verdict"] == "rejected", result
         assert result["rejected"]["check"] == "work_not_in_candidate_kernels", result
         assert result["fidelity"]["replayed_trial"] == 2

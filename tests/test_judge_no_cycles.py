@@ -25,11 +25,11 @@ def test_an_evaluation_leaves_no_reference_cycle_in_the_referee(monkeypatch) -> 
     referee = Referee("cpu", home, home / "logs", home / "cache")
     req = referee_request("cycles")
     try:
-        assert evaluation.evaluate(referee, req, lambda fraction, message: None)["verdict"] == "passed"  # warm
+        assert evaluation.evaluate(referee, req, lambda fraction, message: None).fields["verdict"] == "passed"  # warm
         gc.collect()
         gc.set_debug(gc.DEBUG_SAVEALL)
         try:
-            assert evaluation.evaluate(referee, req, lambda fraction, message: None)["verdict"] == "passed"
+            assert evaluation.evaluate(referee, req, lambda fraction, message: None).fields["verdict"] == "passed"
             gc.collect()
             left = sorted({type(o).__name__ for o in gc.garbage})
         finally:

@@ -16,6 +16,7 @@ import pytest
 
 from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import evaluation
+from adaexplore_mcp.judge.checks import work
 from adaexplore_mcp.judge.checks.trial_plan import TrialPlan
 from adaexplore_mcp.judge.referee import Referee
 from adaexplore_mcp.tasks.format import source_hash
@@ -42,7 +43,7 @@ def referee(tmp_path_factory: pytest.TempPathFactory):
 def steps(monkeypatch: pytest.MonkeyPatch, referee: Referee) -> list[Any]:
     seen: list[Any] = []
     trial_batch, keep, start, finish = (evaluation.Evaluation.trial_batch, Referee.keep_kernels,
-                                        evaluation.start_replay, evaluation.finish_replay)
+                                        work.start_replay, work.finish_replay)
 
     def spy_trials(self: Any, first: int, count: int, n: int, seeds: Any = None) -> Any:
         seen.append(("trials", first, count))
@@ -63,14 +64,14 @@ def steps(monkeypatch: pytest.MonkeyPatch, referee: Referee) -> list[Any]:
     monkeypatch.setattr(evaluation.Evaluation, "trial_batch", spy_trials)
     monkeypatch.setattr(evaluation, "draw_plan", second_trial_replayed)
     monkeypatch.setattr(Referee, "keep_kernels", lambda *a, **k: (seen.append("keep_kernels"), keep(*a, **k)))
-    monkeypatch.setattr(evaluation, "start_replay", spy_start)
-    monkeypatch.setattr(evaluation, "finish_replay", spy_finish)
+    monkeypatch.setattr(work, "start_replay", spy_start)
+    monkeypatch.setattr(work, "finish_replay", spy_finish)
     return seen
 
 
 def test_the_replay_starts_after_the_second_trial_with_the_kernels_kept_and_is_read_after_the_last(
         referee: Referee, steps: list[Any]) -> None:
-    out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None)
+    out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None).fields
     assert out["verdict"] == "passed", out
     names = [s if isinstance(s, str) else s[0] for s in steps]
     assert names == ["trials", "trials", "keep_kernels", "start_replay", "trials", "finish_replay", "trials",
@@ -86,7 +87,7 @@ def test_the_replay_starts_after_the_second_trial_with_the_kernels_kept_and_is_r
 
 def test_one_trial_is_replayed_itself_and_a_later_mismatch_kills_the_pending_replay(
         referee: Referee, steps: list[Any]) -> None:
-    out = evaluation.evaluate(referee, request(GOOD, trials=1), lambda f, m: None)
+    out = evaluation.evaluate(referee, request(GOOD, trials=1), lambda f, m: None).fields
     assert out["verdict"] == "passed", out
     assert [s if isinstance(s, str) else s[0] for s in steps] == ["trials", "keep_kernels", "start_replay",
                                                                   "finish_replay", "trials", "keep_kernels"]
@@ -94,8 +95,22 @@ def test_one_trial_is_replayed_itself_and_a_later_mismatch_kills_the_pending_rep
     # right on its first two calls, wrong from the third: the replay sent after the second never gets read
     flaky = candidate("        self.calls += 1\n        return affine(x) if self.calls <= 2 else affine(x) + 1",
                       init="        self.calls = 0")
-    out = evaluation.evaluate(referee, request(flaky, trials=5), lambda f, m: None)
+    out = evaluation.evaluate(referee, request(flaky, trials=5), lambda f, m: None).fields
     assert out["verdict"] == "mismatch", out
     assert "finish_replay" not in steps
     replayer = next(s[1] for s in steps if isinstance(s, tuple) and s[0] == "start_replay")
     assert replayer is not None and not replayer.alive  # killed when the evaluation ended
+
+
+def test_a_cpu_evaluation_sends_few_requests_releases_riding_on_the_next_one(
+        referee: Referee, steps: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round trips to the runners (ADAEXPLORE_TRACE_OPS counts them, per role and request): on the CPU a release
+    nobody reads goes with the runner's next request, and a candidate's runner is killed without one. Five trials
+    send 22 requests, 3 of them releases (two sent by the replay's check, and the reference's last, which accounts
+    its memory)."""
+    monkeypatch.setenv("ADAEXPLORE_TRACE_OPS", "1")
+    out = evaluation.evaluate(referee, request(GOOD, trials=5), lambda f, m: None).fields
+    assert out["verdict"] == "passed", out
+    ops = {k: v[0] for k, v in out["ops_ms"].items() if not k.startswith(("imports", "prof"))}
+    releases = sum(v for k, v in ops.items() if k.endswith(".release"))
+    assert sum(ops.values()) <= 22 and releases <= 3, ops

@@ -123,7 +123,7 @@ def test_a_bug_in_the_probe_is_the_judges_not_the_tasks(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(probe_module, "_max_diff", broken)
     referee = Ref()
-    reply = probe_module.probe(referee, {"limits": {}, "timeout_s": 10, "task": {"shapes": {}}})  # type: ignore[arg-type]
+    reply = probe_module.probe(referee, {"limits": {}, "timeout_s": 10, "task": {"shapes": {}}}).fields  # type: ignore[arg-type]
     assert not reply["ok"] and "a bug in the judge" in reply["error"] and "IndexError" in reply["error"], reply
     assert "malformed" not in reply["error"] and "probe.py" in reply["error"] and referee.forgotten
 

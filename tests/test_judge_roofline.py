@@ -13,6 +13,7 @@ import torch
 
 from adaexplore_mcp.config import JudgeLimits
 from adaexplore_mcp.judge import referee_baselines, referee_timing, roofline
+from adaexplore_mcp.judge.checks.roofline import check_faster_than_hardware
 from adaexplore_mcp.judge.reference_timings import ReferenceTiming, ReferenceTimings
 from adaexplore_mcp.judge.evaluation import Outcome
 from adaexplore_mcp.judge.referee import ReferenceFailure
@@ -179,6 +180,7 @@ def _record(ev: SimpleNamespace, cand_ms: float, ref_ms: float, compiled: dict, 
                                                         compiled=compiled)
     timings.add(used)
     referee_timing._record(ev, _blocks(cand_ms), timings, used, 10, 4, hardware, reused=False)
+    check_faster_than_hardware(ev)  # the pipeline's next check (checks/pipeline.py)
     return Evaluation(task_id="t", backend="cuda", **ev.out.as_dict())
 
 

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import referee_timing, wire
-from adaexplore_mcp.judge.runner import Runner
+from adaexplore_mcp.judge.runner_candidate import CandidateRunner
+from adaexplore_mcp.judge.runner_reference import ReferenceRunner
 from adaexplore_mcp.judge.runners import RunnerHandle
 
 
@@ -83,7 +84,7 @@ class _Conn:
 def test_priming_runs_every_call_once_on_the_decoy_keeping_their_outputs_then_says_primed() -> None:
     import weakref
 
-    runner = Runner.__new__(Runner)
+    runner = CandidateRunner.__new__(CandidateRunner)
     runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.conn = _Conn()
     outputs: list[weakref.ref] = []
@@ -121,7 +122,7 @@ def test_the_runner_says_primed_before_it_receives_the_timed_sets(monkeypatch: p
     sets_message: list[bytes] = []
     wire.send(type("C", (), {"send_bytes": lambda self, d: sets_message.append(bytes(d))})(),
               {"op": "time_sets", "sets": wire.encode_value([[1.0], [2.0]], [])})
-    runner = Runner.__new__(Runner)
+    runner = CandidateRunner.__new__(CandidateRunner)
     runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.conn = _Conn(sets_message)
     runner.kept, runner.bench, runner.role, runner.compiled = {}, None, "cand", None
@@ -201,7 +202,7 @@ def test_a_picked_output_that_differs_is_a_timed_mismatch_and_right_ones_pass() 
 
 
 def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indices() -> None:
-    runner = Runner.__new__(Runner)
+    runner = CandidateRunner.__new__(CandidateRunner)
     runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.kept = {"timed": ([torch.zeros(2), torch.ones(2)], [])}
     bufs: list = []
@@ -213,7 +214,7 @@ def test_the_runner_returns_only_the_picked_timed_outputs_and_refuses_bad_indice
 
 
 def test_the_reference_computes_outputs_only_for_the_picked_sets_from_its_own_inputs() -> None:
-    runner = Runner.__new__(Runner)
+    runner = ReferenceRunner.__new__(ReferenceRunner)
     runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.device = "cpu"
     calls: list[float] = []
@@ -256,7 +257,7 @@ def test_a_new_draw_drops_the_old_sets_of_its_key_before_it_allocates() -> None:
     """Why blocks below EARLY_RELEASE_BYTES need no `release` between them: the reference's next `make`
     under a key lets go of that key's old sets (and their packs and outputs) before get_inputs() runs,
     so its allocator reuses their memory instead of holding two blocks at once."""
-    runner = Runner.__new__(Runner)
+    runner = ReferenceRunner.__new__(ReferenceRunner)
     runner.handlers = {}  # what __init__ takes: the signal handlers put back after user code
     runner.device = "cpu"
     seen_when_drawing: list[list[str]] = []
@@ -337,7 +338,7 @@ def test_an_arithmetic_error_reading_a_runners_answer_rejects_the_candidate(monk
     referee = Referee("cpu", home, home / "logs", home / "cache")
     req = referee_request("overflow")
     try:
-        result = evaluation.evaluate(referee, req, lambda fraction, message: None)
+        result = evaluation.evaluate(referee, req, lambda fraction, message: None).fields
     finally:
         referee.close()
         shutil.rmtree(home, ignore_errors=True)

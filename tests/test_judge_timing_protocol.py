@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from adaexplore_mcp.config import JudgeLimits
+from adaexplore_mcp.judge.checks.roofline import check_faster_than_hardware
 from adaexplore_mcp.judge import referee_baselines, referee_timing, wire
 from adaexplore_mcp.judge.reference_timings import ReferenceTimings
 from adaexplore_mcp.judge.evaluation import Outcome
@@ -144,11 +145,18 @@ def _cpu_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(referee_timing, "compile_settled", lambda ev, timings: True)  # never compiled here
 
 
+def time_and_check(ev: SimpleNamespace) -> None:
+    """The pipeline's last two checks (checks/pipeline.py): the timing, then the roofline, which sets the speedups."""
+    referee_timing.time_candidate(ev)
+    if not ev.out.done:
+        check_faster_than_hardware(ev)
+
+
 def run(cand_model: Any, tmp_path: Any, cand_ms: float = 0.05) -> tuple[SimpleNamespace, FakeRunner, FakeRunner]:
     cand = FakeRunner(cand_model, cand_ms, "cand")
     ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
     ev = fake_ev(cand, ref, tmp_path)
-    referee_timing.time_candidate(ev)
+    time_and_check(ev)
     return ev, cand, ref
 
 
@@ -202,7 +210,7 @@ def test_when_sets_repeat_in_a_block_the_referee_asks_for_two_calls_given_the_sa
     ev = fake_ev(cand, ref, tmp_path)
     ev.in_bytes = ev.out_bytes = referee_timing.BLOCK_MEMORY_BYTES // 4  # room for 2 sets: a block of 4 repeats
     ev.set_bytes = 2 * (ev.in_bytes + ev.out_bytes)
-    referee_timing.time_candidate(ev)
+    time_and_check(ev)
     assert ev.out.verdict == Verdict.passed, ev.out.fields
     blocks = [h for h in cand.headers if h["op"] == "time"][1:]
     picks = [h["indices"] for h in cand.headers if h["op"] == "timed_outputs"]
@@ -222,7 +230,7 @@ def test_sets_are_released_between_blocks_only_when_their_memory_is_needed(tmp_p
     if large:  # as the judge would count them: the fake runners' tensors stay small
         ev.in_bytes = ev.out_bytes = referee_timing.EARLY_RELEASE_BYTES // 2
         ev.set_bytes = 2 * (ev.in_bytes + ev.out_bytes)
-    referee_timing.time_candidate(ev)
+    time_and_check(ev)
     assert ev.out.verdict == Verdict.passed, ev.out.fields
     cand_releases = sum(h["op"] == "release" for h in cand.headers)
     ref_releases = sum(h["op"] == "release" for h in ref.headers)
@@ -240,7 +248,7 @@ def test_the_candidate_holds_no_timed_input_set_before_its_wall_clock_starts(tmp
     cand = FakeRunner(lambda x, i, block: reference(x), 0.05, "cand")
     ref = FakeRunner(lambda x, i, block: reference(x), 0.2, "ref")
     ev = fake_ev(cand, ref, tmp_path)
-    referee_timing.time_candidate(ev)
+    time_and_check(ev)
     assert ev.out.verdict == Verdict.passed, ev.out.fields
     ops = [h["op"] for h in cand.headers]
     blocks = [i for i, op in enumerate(ops) if op == "time"]
@@ -262,7 +270,7 @@ def test_a_candidate_that_computes_while_priming_gains_nothing(tmp_path: Any) ->
 
     cand = Hoarder(lambda x, i, block: memo[0] if memo else reference(x), 0.001, "cand")
     ev = fake_ev(cand, FakeRunner(lambda x, i, block: reference(x), 0.2, "ref"), tmp_path)
-    referee_timing.time_candidate(ev)
+    time_and_check(ev)
     assert ev.out.verdict == Verdict.rejected and ev.out.fields["rejected"]["check"] == "timed_output_mismatch"
 
 
@@ -274,7 +282,7 @@ def test_the_reference_is_timed_afresh_three_times_then_every_fourth_evaluation(
         cand = FakeRunner(lambda x, i, block: reference(x), 0.05, "cand")
         before = sum(h["op"] == "time" for h in ref.headers)
         ev = fake_ev(cand, ref, tmp_path, timings)
-        referee_timing.time_candidate(ev)
+        time_and_check(ev)
         assert ev.out.verdict == Verdict.passed, ev.out.fields
         assert ev.out.fields["speedup"] == pytest.approx(0.2 / 0.05)
         reused = ev.out.fields["timing"]["reference_timed_s_ago"]

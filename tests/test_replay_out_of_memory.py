@@ -19,11 +19,11 @@ def test_a_replay_out_of_device_memory_asks_for_a_retry_and_another_failure_does
 
     oom = SimpleNamespace(out=Outcome())
     _replay_failed(oom, f"replaying it on new inputs failed: OutOfMemoryError: {said}", out_of_memory(said))
-    sent = oom.out.as_dict()
-    assert sent["verdict"] == "rejected" and sent.get("oom_retry") and sent.get("recycle")
+    sent = oom.out.result()
+    assert sent.fields["verdict"] == "rejected" and sent.control.oom_retry and sent.control.recycle
 
     other = SimpleNamespace(out=Outcome())
     _replay_failed(other, "replaying it on new inputs failed: RuntimeError: an operator the program may not name",
                    False)
-    sent = other.out.as_dict()
-    assert sent["verdict"] == "rejected" and not sent.get("oom_retry")
+    sent = other.out.result()
+    assert sent.fields["verdict"] == "rejected" and not sent.control.oom_retry

@@ -24,6 +24,7 @@ from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
 from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
 from .pool import CallResult, Pool, WorkerConfig
+from .result import Control, Gone
 from .runners import describe_status, with_limits
 from .. import pyparse
 
@@ -146,11 +147,11 @@ class Judge:
             with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
                 report(0.05, "compiling")
                 call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
-                if call.kind != "ok" or _spent(call.result):
+                if call.kind != "ok" or call.result.control.spent:
                     worker.discard = True  # the pool kills it and starts a replacement now
             # Something ran out of GPU memory (on the H200: 6 GiB tasks while earlier tasks' processes held the
             # rest of the GPU): once more on a fresh referee, which starts with the judge's memory released.
-            oom = call.kind == "ok" and bool(call.result.pop("oom_retry", False))
+            oom = call.kind == "ok" and call.result.control.oom_retry
             if not oom or attempt:
                 break
             report(0.05, "the GPU ran out of memory; retrying on a fresh judge process")
@@ -177,35 +178,31 @@ class Judge:
             return ev
         if call.kind == "crashed":
             return self._base(task, small, Verdict.crashed, error=_crash_detail(call, cand))
-        result = dict(call.result)
-        if "internal_error" in result:
-            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{result['internal_error']}")
-        result.pop("poisoned", None)
-        result.pop("recycle", None)
-        gone = result.pop("gone", None)
-        if gone is not None:
-            return self._runner_gone(task, small, gone, cand, timeout, result)
-        verdict = Verdict(result.pop("verdict"))
-        warnings = result.pop("warnings", [])
-        ev = self._base(task, small, verdict, **result)
+        _raise_judge_bug(call.result.control)
+        if call.result.control.gone is not None:
+            return self._runner_gone(task, small, call.result.control.gone, cand, timeout, call.result.fields)
+        fields = dict(call.result.fields)
+        verdict = Verdict(fields.pop("verdict"))
+        warnings = fields.pop("warnings", [])
+        ev = self._base(task, small, verdict, **fields)
         ev.warnings.extend(warnings)
         return ev
 
-    def _runner_gone(self, task: TaskSpec, small: bool, gone: dict, cand: CandidateFile, timeout: float,
+    def _runner_gone(self, task: TaskSpec, small: bool, gone: Gone, cand: CandidateFile, timeout: float,
                      result: dict) -> Evaluation:
         """The candidate's runner missed its deadline or died: the referee killed what was left of it."""
-        log = str(gone.get("log") or "")
-        if gone.get("kind") == "timeout":
+        log = str(gone.log or "")
+        if gone.kind == "timeout":
             call = CallResult("timeout", log=log)
         else:
-            call = CallResult("crashed", exitcode=None, log=log, limits=tuple(map(str, gone.get("limits") or ())))
-            status = gone.get("status")
+            call = CallResult("crashed", exitcode=None, log=log, limits=tuple(map(str, gone.limits or ())))
+            status = gone.status
             if isinstance(status, int):
                 call.exitcode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         ev = self._interpret(task, small, call, cand, timeout)
         ev.sandbox = str(result.get("sandbox", "none"))
-        if gone.get("kind") == "protocol":
-            ev.error.message = f"{gone.get('message')} ({describe_status(gone.get('status'))})"[:400]  # type: ignore[union-attr]
+        if gone.kind == "protocol":
+            ev.error.message = f"{gone.message} ({describe_status(gone.status)})"[:400]  # type: ignore[union-attr]
         return ev
 
     # -- tasks ------------------------------------------------------------------------------------
@@ -218,7 +215,7 @@ class Judge:
         ref = CandidateFile(f"/tmp/{task_req['module']}.py", task.source)
         with self._pool.lease() as (_, worker):
             call = worker.call(request, timeout + REFEREE_MARGIN_S, None)
-            if call.kind != "ok" or _spent(call.result):
+            if call.kind != "ok" or call.result.control.spent:
                 worker.discard = True
         if call.kind == "timeout":
             return TaskProbe(ok=False, error="the reference did not finish within the time limit; "
@@ -226,11 +223,8 @@ class Judge:
         if call.kind == "crashed":
             d = _crash_detail(call, ref)
             return TaskProbe(ok=False, error=f"running the reference crashed the worker: {d.message}")
-        if "internal_error" in call.result:
-            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
-        call.result.pop("poisoned", None)
-        call.result.pop("recycle", None)
-        return TaskProbe(**call.result)
+        _raise_judge_bug(call.result.control)
+        return TaskProbe(**call.result.fields)
 
     # -- profiling (profile_kernel) ------------------------------------------------------------------
 
@@ -254,25 +248,24 @@ class Judge:
         with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (_, worker):
             report(0.05, "profiling")
             call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
-            if call.kind != "ok" or _spent(call.result):
+            if call.kind != "ok" or call.result.control.spent:
                 worker.discard = True
         if call.kind != "ok":
             what = f"did not finish within {timeout:.0f}s" if call.kind == "timeout" else "crashed"
             return ProfileResult(task_id=task.task_id, error=f"the worker profiling the candidate {what} (a kernel "
                                  "that never ends, or a fatal CUDA error?); evaluate_kernel says more"), ""
-        if "internal_error" in call.result:
-            raise RuntimeError(f"judge worker failed (a bug in the judge):\n{call.result['internal_error']}")
-        result = dict(call.result)
+        _raise_judge_bug(call.result.control)
+        result = dict(call.result.fields)
         table = str(result.pop("table", "") or "")
         fields = {k: result[k] for k in ("candidate", "reference", "runs", "gpu", "error") if k in result}
         report(1.0, "profiled")
         return ProfileResult(task_id=task.task_id, ncu=ncu_status(), **fields), table
 
 
-def _spent(result: dict[str, Any]) -> bool:
-    """Whether the referee that answered must be replaced: a judge bug, a poisoned CUDA context, or an
-    out-of-memory (whatever held the memory goes with its processes; the next evaluation starts clean)."""
-    return bool(result.get("poisoned") or result.get("recycle") or "internal_error" in result)
+def _raise_judge_bug(control: Control) -> None:
+    """A judge bug the referee reported is the server's exception, never a verdict."""
+    if control.internal_error is not None:
+        raise RuntimeError(f"judge worker failed (a bug in the judge):\n{control.internal_error}")
 
 
 def task_evaluation(task: TaskSpec, backend: Backend, verdict: Verdict, *, small: bool = False,

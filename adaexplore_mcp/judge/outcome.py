@@ -1,5 +1,5 @@
-"""What one evaluation's result is assembled in (`Outcome`), and the fresh seeds its draws use. The
-verdict's fields travel to the server process as a plain dict (`Outcome.as_dict`)."""
+"""What one evaluation's result is assembled in (`Outcome`), and the fresh seeds its draws use. What the
+referee answers is `Outcome.result()`: the fields, and apart from them the control flags (result.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 
 from ..errors import printable
 from ..models import Verdict
+from .answers import Failure
 from .referee_replay import LAUNCHED_NAMES_KEPT
+from .result import Control, Gone, RefereeResult
 
 
 def fresh_seed() -> int:
@@ -19,7 +21,7 @@ def fresh_seed() -> int:
 
 @dataclass
 class Outcome:
-    """The evaluation being assembled; `as_dict()` is what travels to the server process."""
+    """The evaluation being assembled; `result()` is what travels to the server process."""
 
     verdict: Verdict = Verdict.passed
     fields: dict[str, Any] = field(default_factory=dict)
@@ -30,22 +32,24 @@ class Outcome:
     task_dtype: str = "float32"
     measured: dict[str, float] | None = None  # checks/measured_precision.py
     oom: bool = False  # something ran out of memory: this referee is replaced after answering (`recycle`)
+    gone: Gone | None = None  # the candidate's runner timed out or died (the verdict says which)
 
     def fail(self, verdict: Verdict, **fields: Any) -> "Outcome":
         self.verdict = verdict
         self.fields.update(fields)
         return self
 
-    def error(self, reply: Any) -> "Outcome":
-        """A failure the runner classified (its text is untrusted: trimmed and validated here)."""
-        reply = reply if isinstance(reply, dict) else {}
-        self.oom = self.oom or bool(reply.get("oom"))
-        verdict = reply.get("verdict")
+    def error(self, reply: Failure | Any) -> "Outcome":
+        """A failure the runner classified (a `Failure`, or the reply it came in): its text is untrusted, trimmed
+        and validated here."""
+        failure = reply if isinstance(reply, Failure) else Failure.of(reply)
+        self.oom = self.oom or failure.oom
+        verdict = failure.verdict
         if verdict not in ("compile_error", "runtime_error", "crashed"):
             verdict = "runtime_error"
-        raw = reply.get("error")
-        if not isinstance(raw, dict) and reply.get("internal"):
-            raw = {"exception": "RunnerError", "message": f"the candidate's process failed: {reply['internal']}"}
+        raw = failure.error
+        if not isinstance(raw, dict) and failure.internal:
+            raw = {"exception": "RunnerError", "message": f"the candidate's process failed: {failure.internal}"}
         return self.fail(Verdict(verdict), error=_detail(raw))
 
     def reject(self, check: str, message: str) -> "Outcome":
@@ -56,14 +60,18 @@ class Outcome:
         return self.verdict != Verdict.passed
 
     def as_dict(self) -> dict[str, Any]:
+        """The result's fields (the verdict and what it says)."""
         return {"verdict": self.verdict.value, **self.fields, "warnings": self.warnings,
                 "precision": {"below_fp32": bool(self.precision_reasons), "reasons": self.precision_reasons,
                               "task_dtype": self.task_dtype, "measured": self.measured},
-                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels[:LAUNCHED_NAMES_KEPT],
-                **({"recycle": True} if self.oom else {}),
-                # H200: with 6 GiB tasks the judge's own processes held the rest of the GPU; worth one retry.
-                **({"oom_retry": True} if self.oom and self.verdict != Verdict.passed else {})}
+                "unconfirmed": self.unconfirmed, "kernels_launched": self.kernels[:LAUNCHED_NAMES_KEPT]}
 
+    def result(self) -> RefereeResult:
+        """The fields, and the control flags apart: after an out-of-memory the referee is replaced, and a failed
+        evaluation is worth one retry on a fresh one (H200: with 6 GiB tasks the judge's own processes held the
+        rest of the GPU)."""
+        return RefereeResult(self.as_dict(), Control(recycle=self.oom, oom_retry=self.oom and self.done,
+                                                     gone=self.gone))
 
 def _detail(raw: Any) -> dict[str, Any]:
     raw = raw if isinstance(raw, dict) else {}

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from .fair import FairSlots
 from .notes import keep_notes
+from .result import RefereeResult
 from .worker import main as worker_main
 
 RECYCLE_AFTER = 200
@@ -50,7 +51,7 @@ class WorkerConfig:
 @dataclass
 class CallResult:
     kind: Literal["ok", "timeout", "crashed"]
-    result: dict[str, Any] = field(default_factory=dict)
+    result: RefereeResult = field(default_factory=RefereeResult)
     exitcode: int | None = None
     log: str = ""
     limits: tuple[str, ...] = ()  # a runner's sandbox limits it hit: "memory", "processes" (sandbox_cgroup)
@@ -112,7 +113,7 @@ class Worker:
                 if on_progress is not None:
                     on_progress(msg["fraction"], msg["message"])
             elif msg.get("type") == "result":
-                return CallResult("ok", result=msg["result"])
+                return CallResult("ok", result=RefereeResult.from_wire(msg["result"]))
 
     def _crashed(self) -> CallResult:
         self.proc.join(5)

@@ -28,6 +28,7 @@ from . import wire
 from .compare import CHUNK, as_tensors, compare, tensor_specs
 from .checks.second_shapes import CANNOT_MOVE, second_reference
 from .evaluation import fresh_seed
+from .result import Control, RefereeResult
 from .referee import Referee, ReferenceFailure, oom_summary
 
 SEEDS = 3
@@ -134,34 +135,40 @@ def _answered(what: str) -> Iterator[None]:
         raise Malformed(f"{type(exc).__name__}: {safe_str(exc)[:200]}") from exc
 
 
-def probe(referee: Referee, req: dict) -> dict[str, Any]:
+def probe(referee: Referee, req: dict) -> RefereeResult:
+    """The task's probe (TaskProbe's fields); after any out-of-memory this referee is replaced once it has answered."""
     limits = JudgeLimits(**req["limits"])
     deadline = time.monotonic() + float(req["timeout_s"])
     warnings: list[str] = []
-    recycle: dict[str, Any] = {}  # after any out-of-memory this referee is replaced once it has answered
+    recycle = False
     for attempt in range(2):
         try:
-            return {**_probe(referee, req, limits, deadline, warnings), **recycle}
+            return _answer(_probe(referee, req, limits, deadline, warnings), recycle)
         except (ReferenceFailure, torch.OutOfMemoryError) as exc:
             oom = isinstance(exc, torch.OutOfMemoryError) or (exc.oom and referee.memory_short(None))
             if oom:
-                recycle = {"recycle": True}
+                recycle = True
             if oom and attempt == 0 and referee.evict_all_but(None):
                 warnings.append("the GPU ran out of memory; cached references were released and the probe retried")
                 continue
             if isinstance(exc, torch.OutOfMemoryError):
-                return {"ok": False, "error": f"the GPU ran out of memory while checking the reference's outputs "
-                        f"({oom_summary(exc)})", **recycle}
-            return {"ok": False, "error": str(exc), **recycle}
+                return _answer({"ok": False, "error": f"the GPU ran out of memory while checking the reference's "
+                                f"outputs ({oom_summary(exc)})"}, recycle)
+            return _answer({"ok": False, "error": str(exc)}, recycle)
         except Malformed as exc:
             referee.forget(req["task"])  # its channel can no longer be trusted to be in step
-            return {"ok": False, "error": f"the reference's process answered malformed data ({exc}); does the "
-                    "task's code write to its own file descriptors?"}
+            return _answer({"ok": False, "error": f"the reference's process answered malformed data ({exc}); does "
+                            "the task's code write to its own file descriptors?"})
         except Exception as exc:  # noqa: BLE001 - the probe's own bug: said as such, never blamed on the task
             referee.forget(req["task"])  # where the reference's runner stands is unknown
-            return {"ok": False, "error": f"the judge failed while checking the reference's outputs (a bug in the "
-                    f"judge, not in the task): {type(exc).__name__}: {safe_str(exc)[:200]} at {_where(exc)}"}
-    return {"ok": False, "error": "unreachable"}
+            return _answer({"ok": False, "error": f"the judge failed while checking the reference's outputs (a bug "
+                            f"in the judge, not in the task): {type(exc).__name__}: {safe_str(exc)[:200]} at "
+                            f"{_where(exc)}"})
+    return _answer({"ok": False, "error": "unreachable"})
+
+
+def _answer(fields: dict[str, Any], recycle: bool = False) -> RefereeResult:
+    return RefereeResult(fields, Control(recycle=recycle))
 
 
 def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, warnings: list[str]) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class JudgeActor:
         result = handle(self.referee, request, progress, evaluation, probe)
         with self._cond:
             if job == self._job:
-                self._result = result
+                self._result = result.to_wire()
                 self._cond.notify_all()
 
     def poll(self, job: int, seen: int, wait_s: float = POLL_WAIT_S) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ..config import Settings
 from .fair import FairSlots
 from .pool import RECYCLE_AFTER, STARTUP_TIMEOUT_S, CallResult, WorkerConfig, WorkerStartError
 from .ray_actor import POLL_WAIT_S, JudgeActor
+from .result import RefereeResult
 
 # Threads per actor: one evaluation, its progress polls, `ready` and `exit` (the pool sends one request at a time).
 ACTOR_CONCURRENCY = 4
@@ -184,7 +185,7 @@ class RayWorker:
                     on_progress(fraction, message)
             seen += len(reply["progress"])
             if reply["result"] is not None:
-                return CallResult("ok", result=reply["result"])
+                return CallResult("ok", result=RefereeResult.from_wire(reply["result"]))
 
     def alive(self) -> bool:
         return not self.dead

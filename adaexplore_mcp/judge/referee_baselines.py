@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -25,6 +25,9 @@ from ..models import TaskCost
 from . import roofline
 from .referee import ReferenceFailure
 from .timing import gpu_lock, summarize
+
+if TYPE_CHECKING:
+    from .checks.context import Judging
 
 COMPILE_MODE = "default"
 COMPILE_LIMIT_S = 90.0  # one torch.compile of a reference; beyond it the task is not compiled again here
@@ -42,7 +45,7 @@ def release_quietly(sides: Any) -> None:
 
 
 # -- torch.compile --------------------------------------------------------------------------------------
-def compile_ready(ev: Any, compiled: dict[str, Any]) -> bool:
+def compile_ready(ev: Judging, compiled: dict[str, Any]) -> bool:
     """Whether the reference's runner holds its compiled model already (a failure is noted in `compiled`)."""
     failed = _compile_failed.get(ev.ref.key)
     if failed is None:
@@ -60,7 +63,7 @@ def compile_ready(ev: Any, compiled: dict[str, Any]) -> bool:
     return False
 
 
-def compile_settled(ev: Any, timings: Any) -> bool:
+def compile_settled(ev: Judging, timings: Any) -> bool:
     """Whether a fresh reference timing would add nothing to the compiled yardstick: the newest timing
     (`reference_timings.ReferenceTimings`) includes it, or this referee knows torch.compile fails for the
     task or overruns what an evaluation has (so a reused timing may stand for it)."""
@@ -69,7 +72,7 @@ def compile_settled(ev: Any, timings: Any) -> bool:
         or ev.ref.key in _compile_overran
 
 
-def compile_and_time(ev: Any, sides: Any, seeds: list[int], calls: int, compiled: dict[str, Any]) -> None:
+def compile_and_time(ev: Judging, sides: Any, seeds: list[int], calls: int, compiled: dict[str, Any]) -> None:
     """Compile the reference (outside the GPU lock: seconds of CPU), then time it under the lock."""
     started = time.monotonic()
     left = ev.deadline - started - 2.0
@@ -112,7 +115,7 @@ def compile_and_time(ev: Any, sides: Any, seeds: list[int], calls: int, compiled
         release_quietly(sides)
 
 
-def time_compiled(ev: Any, sides: Any, sets: list[list[Any]], calls: int, compiled: dict[str, Any]) -> list:
+def time_compiled(ev: Judging, sides: Any, sets: list[list[Any]], calls: int, compiled: dict[str, Any]) -> list:
     """Blocks of the compiled reference on the lent sets (its events only, as the TF32 reference)."""
     blocks = []
     try:
@@ -130,7 +133,7 @@ def time_compiled(ev: Any, sides: Any, sets: list[list[Any]], calls: int, compil
     return blocks
 
 
-def compiled_median(ev: Any, compiled: dict[str, Any], timing: dict[str, Any], fresh: bool = True) -> float | None:
+def compiled_median(ev: Judging, compiled: dict[str, Any], timing: dict[str, Any], fresh: bool = True) -> float | None:
     """The compiled reference's stats in `timing`; the median of its last medians (as for the eager one),
     to which a `fresh` timing adds its own."""
     blocks = compiled.get("blocks")
@@ -147,7 +150,7 @@ def compiled_median(ev: Any, compiled: dict[str, Any], timing: dict[str, Any], f
 
 
 # -- the roofline -----------------------------------------------------------------------------------------
-def hardware_context(ev: Any) -> dict[str, Any]:
+def hardware_context(ev: Judging) -> dict[str, Any]:
     """What the roofline needs besides the times: the task's cost, this GPU's peaks, the clocks now."""
     try:
         peak: roofline.Peak | str = roofline.peak_for(ev.referee.gpu_name)
@@ -160,7 +163,7 @@ def hardware_context(ev: Any) -> dict[str, Any]:
     return {"cost": task_cost(ev), "peak": peak, "clocks": clocks.model_dump() if clocks is not None else None}
 
 
-def task_cost(ev: Any) -> TaskCost | str:
+def task_cost(ev: Judging) -> TaskCost | str:
     """The task's minimum bytes and FLOPs: from the task when it carries them, else counted by the
     reference's runner (once per runner, cached there); a string says why there are none."""
     raw = ev.req["task"].get("cost")
@@ -179,7 +182,7 @@ def task_cost(ev: Any) -> TaskCost | str:
     return cost if cost.min_bytes > 0 else "the task moves no bytes (no tensor inputs or outputs)"
 
 
-def roofline_of(ev: Any, timing: dict[str, Any], hardware: dict[str, Any], cand_ms: float,
+def roofline_of(ev: Judging, timing: dict[str, Any], hardware: dict[str, Any], cand_ms: float,
                 reference_ms: list[float]) -> str | None:
     """The roofline in `timing` (or why there is none); why the candidate's time is impossible, if it is."""
     cost, peak = hardware.get("cost"), hardware.get("peak")

@@ -22,7 +22,8 @@ Further rules:
 - the reference timed afresh on a task's first evaluations, then every 4th (`reference_timings.py`).
 
 Two more yardsticks than the eager reference, the compiled reference and the roofline, are measured
-after it (`referee_baselines.py`) and recorded with it here.
+after it (`referee_baselines.py`) and recorded with it here; the timing's numbers go in `ev.timed`, where the
+pipeline's next check (checks/roofline.py) holds the candidate to its roofline and sets the speedups.
 """
 
 from __future__ import annotations
@@ -31,18 +32,22 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import wire
 from .compare import as_tensors, compare
+from .checks.roofline import Timed
 from .referee import ReferenceFailure
 from .hidden_work import block_summary, hidden_per_call, outside_per_pair, samples, wall_per_call
 from .reference_timings import REUSE_S, ReferenceTiming, ReferenceTimings
 from .referee_baselines import COMPILE_MODE, compile_and_time, compile_ready, compile_settled, compiled_median
-from .referee_baselines import hardware_context, release_quietly, roofline_of, time_compiled
+from .referee_baselines import hardware_context, release_quietly, time_compiled
 from .timing import METHOD, gpu_lock, plan_reps, summarize
+
+if TYPE_CHECKING:
+    from .checks.context import Judging
 
 BLOCK_MEMORY_BYTES = 8 << 30  # inputs and kept outputs of one timed block
 BLOCK_LENGTHS = (1, 2, 1, 2)  # blocks of n and 2n calls: the wall clock's slope cancels fixed costs
@@ -55,7 +60,7 @@ CHECKED_PER_BLOCK = 4
 EARLY_RELEASE_BYTES = 12 << 30
 
 
-def profile_share(ev: Any) -> dict[str, Any] | None:
+def profile_share(ev: Judging) -> dict[str, Any] | None:
     """Share of device time in the candidate's own kernels during one call (evidence from its process)."""
     (inputs, _), = ev.make_inputs([random.getrandbits(62)], "profile")
     lent = wire.pack(list(inputs))
@@ -138,7 +143,7 @@ def pick_checked(calls: int, sets: int, checked: int = 4) -> list[int]:
 class _Sides:
     """The two ends of a timed block: the candidate's runner and the reference's, called alike."""
 
-    def __init__(self, ev: Any) -> None:
+    def __init__(self, ev: Judging) -> None:
         self.ev = ev
         self.block_bytes = ev.set_bytes  # device memory one block's sets and outputs take (set once planned)
         self.decoy: list[Any] | None = None  # the set every block primes on (drawn by the estimate)
@@ -203,7 +208,7 @@ class _Sides:
         return self.block("ref", sets, calls, **extra)
 
 
-def time_candidate(ev: Any) -> None:
+def time_candidate(ev: Judging) -> None:
     out, limits, referee = ev.out, ev.limits, ev.referee
     sides = _Sides(ev)
     in_bytes, out_bytes = ev.in_bytes, max(1, ev.out_bytes)
@@ -256,7 +261,7 @@ def time_candidate(ev: Any) -> None:
     _record(ev, cand_blocks, timings, fresh or reuse, calls, sets_count, hardware, fresh is None)
 
 
-def _time_reference(ev: Any, sides: _Sides, calls: int, sets_count: int) -> ReferenceTiming:
+def _time_reference(ev: Judging, sides: _Sides, calls: int, sets_count: int) -> ReferenceTiming:
     """The reference timed afresh, through the candidate's protocol (its strict blocks map 4 picked outputs
     too, so a block costs both sides the same once), then its TF32 and compiled yardsticks (events only)."""
     sets = sides.inputs_only([random.getrandbits(62) for _ in range(sets_count)], "timing")
@@ -287,7 +292,7 @@ def _warm_clocks() -> None:
     torch.cuda.synchronize()
 
 
-def _estimate(ev: Any, sides: _Sides, reuse: ReferenceTiming | None) -> float:
+def _estimate(ev: Judging, sides: _Sides, reuse: ReferenceTiming | None) -> float:
     """Milliseconds of one candidate + references round, from a short block of the candidate (untimed) and
     one of the reference (or the timing it reuses). Its input set stays as the decoy every block primes on:
     the candidate has seen it, but no timed call is given it."""
@@ -307,7 +312,7 @@ def _estimate(ev: Any, sides: _Sides, reuse: ReferenceTiming | None) -> float:
     return statistics.median(times_c) + 2 * (statistics.median(times_r) if times_r else 0.0)
 
 
-def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: dict[int, Any], sets: int, calls: int,
+def _check_block(ev: Judging, outs: list[tuple[int, Any]], expected: dict[int, Any], sets: int, calls: int,
                  timed: int) -> bool:
     """The outputs the referee picked must match the reference's for their input sets (`expected`, by set
     index; call i was given set i % sets), and no storage may be returned for two calls."""
@@ -330,9 +335,9 @@ def _check_block(ev: Any, outs: list[tuple[int, Any]], expected: dict[int, Any],
     return True
 
 
-def _record(ev: Any, cand_blocks: list, timings: ReferenceTimings, used: ReferenceTiming, calls: int, sets: int,
+def _record(ev: Judging, cand_blocks: list, timings: ReferenceTimings, used: ReferenceTiming, calls: int, sets: int,
             hardware: dict[str, Any], reused: bool) -> None:
-    out, limits = ev.out, ev.limits
+    out = ev.out
     cand_t, ref_t, tf32_t = (summarize(samples(b)) for b in (cand_blocks, used.strict, used.tf32))
     ref_ms, tf32_ms = timings.speedup_bases()
     age = round(time.monotonic() - used.at, 1) if reused else None
@@ -363,18 +368,8 @@ def _record(ev: Any, cand_blocks: list, timings: ReferenceTimings, used: Referen
         out.warnings.append(f"the candidate's own CUDA events missed about {hidden:.3f} ms per call (a side stream, "
                             f"patched events, deferred work?); speedups use the judge's wall clock ({cand_ms:.3f} ms)")
     timing["clocks"] = hardware.get("clocks")
-    impossible = roofline_of(ev, timing, hardware, cand_ms, [ref_t.median_ms, tf32_t.median_ms] +
-                           ([timing["reference_compiled"]["median_ms"]] if timing.get("reference_compiled") else []))
-    if impossible is not None:
-        out.reject("faster_than_hardware", impossible)
-        return
-    out.fields["speedup"] = ref_ms / max(cand_ms, 1e-9)
-    out.fields["speedup_tf32"] = tf32_ms / max(cand_ms, 1e-9)
-    if compiled_ms is not None:
-        timing["speedup_compile"] = compiled_ms / max(cand_ms, 1e-9)
-    if out.fields["speedup"] > limits.implausible_speedup:
-        out.warnings.append(f"speedup {out.fields['speedup']:.1f}x exceeds {limits.implausible_speedup:g}x: "
-                            "flagged for review (is the work really done, every call?)")
+    ev.timed = Timed(timing, hardware, cand_ms, ref_ms, tf32_ms, compiled_ms, [ref_t.median_ms, tf32_t.median_ms] +
+                     ([timing["reference_compiled"]["median_ms"]] if timing.get("reference_compiled") else []))
 
 
 __all__ = ["profile_share", "time_candidate"]

@@ -143,7 +143,7 @@ class Zygote:
 
 class RunnerHandle:
     def __init__(self, zygote: Zygote, role: str, device: str, log_dir: Path, policy: Any) -> None:
-        self.zygote, self.role = zygote, role
+        self.zygote, self.role, self.device = zygote, role, device
         # absolute: the zygote, which opens it, runs from "/"
         self.log_path = log_dir.absolute() / f"runner-{role}-{os.getpid()}-{time.time_ns()}.log"
         pol = asdict(policy) if policy is not None else None
@@ -155,6 +155,7 @@ class RunnerHandle:
         self.bytes = 0  # device memory this runner holds (references: for the cache's budget)
         self.limits_hit: tuple[str, ...] = ()  # once reaped: the limits of its sandbox's group it hit
         self.pending: deque[tuple[str, float]] = deque()  # requests sent, not yet answered: (op, when sent)
+        self.deferred: dict[str, Any] | None = None  # a release that rides on the next request (defer_release)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
         if self.ready is None:
@@ -173,6 +174,9 @@ class RunnerHandle:
         runner still starting reads it once it is ready. Answers come back in the order requests were sent."""
         if self.trace is not None:
             header = {**header, "trace": "profile" if os.environ.get(OP_TRACE_ENV) == "profile" else True}
+        if self.deferred is not None:
+            header = with_release(header, self.deferred)
+            self.deferred = None
         remaining = max(0.0, deadline - time.monotonic())
         started = time.perf_counter()
         try:
@@ -180,6 +184,11 @@ class RunnerHandle:
         except (OSError, ValueError):
             raise self._gone("crashed", "the runner process died") from None
         self.pending.append((str(header.get("op")), started))
+
+    def defer_release(self, header: dict[str, Any]) -> None:
+        """A release whose answer nobody reads: sent with the runner's next request (`release_first`, done before
+        that request's own work) instead of on its own, one round trip fewer. A runner killed first needs none."""
+        self.deferred = header if self.deferred is None else merged_release(self.deferred, header)
 
     def receive(self, deadline: float, max_reply: int = 1 << 30) -> tuple[dict[str, Any], list[bytes]]:
         """The answer to the oldest request sent and not yet answered."""
@@ -270,8 +279,10 @@ class RunnerHandle:
             return ""
 
     def retire(self) -> int | None:
-        """`let_go`, then `kill`: the end of a runner that was lent memory."""
-        self.let_go()
+        """`let_go` (on a GPU: memory lent over CUDA IPC), then `kill`: the end of a runner that was lent memory.
+        On the CPU nothing is mapped from the referee, and the kill frees what the runner holds."""
+        if self.device == "cuda":
+            self.let_go()
         return self.kill()
 
     def let_go(self, timeout_s: float = LET_GO_S) -> None:
@@ -322,6 +333,25 @@ class RunnerHandle:
             except (OSError, ValueError):
                 pass
             self.kill()
+
+
+def merged_release(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two releases as one: everything when either lets go of everything (no `only`, or two different keys),
+    the allocator's cache kept only when both keep it, `last` when either is."""
+    out: dict[str, Any] = {"op": "release", "keep_cache": bool(a.get("keep_cache") and b.get("keep_cache"))}
+    if a.get("only") and a.get("only") == b.get("only"):
+        out["only"] = a["only"]
+    if a.get("last") or b.get("last"):
+        out["last"] = True
+    return out
+
+
+def with_release(header: dict[str, Any], deferred: dict[str, Any]) -> dict[str, Any]:
+    """`header` carrying a deferred release: merged into it when it is a release itself, else as `release_first`."""
+    if header.get("op") == "release":
+        rest = {k: v for k, v in header.items() if k not in ("only", "keep_cache", "last")}
+        return {**rest, **merged_release(deferred, header)}
+    return {**header, "release_first": {k: v for k, v in deferred.items() if k != "op"}}
 
 
 def describe_status(status: int | None, limits: Sequence[str] = ()) -> str:

@@ -22,6 +22,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from .result import RefereeResult
+
 # Device memory a referee may still have allocated after a request; beyond it the referee is replaced (a runner
 # that keeps a tensor it was lent holds the lender's block forever: red team, round 4).
 LEFT_BEHIND_BYTES = 1 << 30
@@ -102,26 +104,26 @@ def _serve(conn: Connection, referee: Any, evaluation: Any, probe: Any) -> None:
             conn.send({"type": "progress", "fraction": fraction, "message": message})
 
         result = handle(referee, req, progress, evaluation, probe)
-        conn.send({"type": "result", "result": result})
-        if result.get("poisoned") or result.get("recycle"):  # the pool starts a fresh referee in its place
+        conn.send({"type": "result", "result": result.to_wire()})
+        if result.control.poisoned or result.control.recycle:  # the pool starts a fresh referee in its place
             sys.stderr.flush()
             return
 
 
-def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, probe: Any) -> dict[str, Any]:
+def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, probe: Any) -> RefereeResult:
     """One request, answered the same way here and in a Ray judge actor (ray_actor.py): a judge bug
-    becomes an `internal_error` result marked `poisoned` (the caller then starts a fresh referee)."""
+    becomes a result whose control says `internal_error` and `poisoned` (the caller then starts a fresh referee)."""
     try:
         if req["op"] == "evaluate":
             result = _profiled(evaluation.evaluate, referee, req, progress)
         elif req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
             from .referee_profile import profile
 
-            result = profile(referee, req, progress)
+            result = RefereeResult(profile(referee, req, progress))
         else:
             result = probe.probe(referee, req)
     except BaseException:  # noqa: BLE001 - a judge bug: report it, then start afresh
-        result = {"internal_error": traceback.format_exc()[-3000:], "poisoned": True}
+        result = RefereeResult.failed(traceback.format_exc()[-3000:])
     # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
     # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
     # cached: returning them made the next evaluation pay cudaMalloc again.
@@ -133,7 +135,7 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
         held = f" [{held_summary()}]" if os.environ.get("ADAEXPLORE_MEMORY_HISTORY") == "1" else ""
         note(f"referee replaced: {left >> 20} MiB of device memory stayed allocated after the request (a runner kept "
              f"tensors it was lent?){held}")
-        result["recycle"] = True
+        result.control.recycle = True
     return result
 
 

@@ -81,7 +81,7 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     import torch
 
-    from .runner import Runner
+    from .runner import serve as serve_runner
 
     if device == "cuda":
         torch.zeros(1, device="cuda").sum().item()
@@ -90,7 +90,7 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     summary = report.summary if report is not None else "none"
     details = {"mechanisms": list(report.mechanisms), "missing": list(report.missing)} if report else {}
     wire.send(conn, {"ready": True, "sandbox": summary, "sandbox_detail": details, "pid": os.getpid()})
-    Runner(conn, device, tmp).serve()
+    serve_runner(conn, device, tmp)
 
 
 Ended = tuple[int, list[str]]  # a reaped runner's wait status, and the limits its group hit (sandbox_cgroup)

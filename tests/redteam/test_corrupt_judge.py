@@ -129,16 +129,19 @@ def test_patching_comparison_code_in_the_candidates_process_does_not_make_wrong_
     assert_not_passed(ev)
 
 
-# The runner's own checks, under the names runner.py uses: its alias check, and on the CPU the copies of the
-# inputs it sends back after the call (sent as an empty list). A name that is gone fails the candidate's import
-# loudly, so this test can never again patch nothing (it patched `_mutated` and `_aliased` long after both went).
+# The runner's own checks, under the names the candidate's runner uses (runner_candidate.py): its alias check, and on
+# the CPU the copies of the inputs it sends back after the call (sent as an empty list), patched where its request
+# table dispatches `forward`. A name that is gone fails the candidate's import loudly, so this test can never again
+# patch nothing (it patched `_mutated` and `_aliased` long after both went).
 FORGED_SELF_CHECKS = '''
-from adaexplore_mcp.judge import runner as _r
-for _owner, _name in ((_r, "aliased_output"), (_r.Runner, "op_forward")):
+from adaexplore_mcp.judge import runner_candidate as _r
+for _owner, _name in ((_r, "aliased_output"), (_r.CandidateRunner, "op_forward")):
     if not hasattr(_owner, _name):
         raise RuntimeError(f"the attack patches nothing: {_owner.__name__}.{_name} is gone (update the test)")
+if _r.CandidateRunner.REQUESTS.get("forward") is not _r.CandidateRunner.op_forward:
+    raise RuntimeError("the attack patches nothing: `forward` is not dispatched to op_forward (update the test)")
 _r.aliased_output = lambda *a, **k: None
-_forward = _r.Runner.op_forward
+_forward = _r.CandidateRunner.op_forward
 
 
 def _forged_forward(self, req, bufs, out):
@@ -149,7 +152,7 @@ def _forged_forward(self, req, bufs, out):
     return reply
 
 
-_r.Runner.op_forward = _forged_forward
+_r.CandidateRunner.REQUESTS["forward"] = _r.CandidateRunner.op_forward = _forged_forward
 '''
 
 
@@ -307,8 +310,8 @@ os.environ["RT_POLLUTED"] = "1"
 sys.modules["rt_polluted"] = type(sys)("rt_polluted")
 torch.Tensor.__add__ = lambda a, b: torch.zeros_like(a)
 torch.randn = lambda *a, **k: torch.zeros(*a, **k)
-import adaexplore_mcp.judge.runner as _runner
-_runner.Runner.op_forward = lambda *a, **k: {"results": []}
+import adaexplore_mcp.judge.runner_candidate as _runner
+_runner.CandidateRunner.REQUESTS["forward"] = lambda *a, **k: {"results": []}
 for path in (os.path.join(os.environ.get("TMPDIR", "/tmp"), "rt-polluted"), "/tmp/rt-polluted",
              "/dev/shm/rt-polluted"):
     try:

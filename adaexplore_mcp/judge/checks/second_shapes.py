@@ -21,6 +21,7 @@ from typing import Any
 
 from ...models import Verdict
 from ...tasks.format import integer_constants
+from ..answers import BuildAnswer
 from ..outcome import fresh_seed
 from ..referee import Referee, ReferenceFailure
 from .context import Judging
@@ -94,12 +95,13 @@ def check_second_shape_set(ev: Judging) -> None:
         built, _ = ev.referee.call_ref(ref2, {"op": "build", "seed": seed}, ev.deadline, "building the reference")
         reply, _ = ev.cand_call({"op": "build", "seed": seed, "init_inputs": ref2.init_inputs, "stash": True},
                                 ref2.init_buffers)
-        if "verdict" in reply or "ok" not in reply:
-            ev.out.error(reply)
+        answer = BuildAnswer.parse(reply)
+        if answer.failure is not None:
+            ev.out.error(answer.failure)
             _name_the_set(ev)
             return
         ev.ref = ref2
-        perturb_both(ev, seed, built.get("state"), reply.get("state"), report_as="perturbation_second_set")
+        perturb_both(ev, seed, built.get("state"), answer.state, report_as="perturbation_second_set")
         if ev.out.fields.get("lineup") == "copied_by_name":  # the line-up the task's shapes needed
             ev.copy_reference_parameters()
         mismatch = ev.trial_batch(ev.limits.trials, 1, ev.limits.trials, seeds=[fresh_seed()])
