@@ -44,7 +44,7 @@ class Job(BaseModel):
 def _owner_alive(row: Any) -> bool:
     """Whether the server process that took the job still runs: its pid, start time, host and boot, as a search
     claim's owner (search/owner.py); a pid alone was alive again in the next container (pid 1 every time), and
-    a dead server's job read `running` forever (red team, round five). Unknown (another host or container)
+    a dead server's job read `running` forever. Unknown (another host or container)
     counts as alive, as before."""
     pid, start, host, boot = (row[k] for k in ("owner_pid", "owner_start", "owner_host", "owner_boot"))
     if host is None:  # a job from before the owner columns: its pid alone, in this namespace

@@ -129,7 +129,7 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         "store",
     ),
     # A job's owner as a search claim's (search/owner.py): a pid alone was alive again in the next container
-    # (pid 1 every time) and a dead server's job read `running` forever (red team, round five).
+    # (pid 1 every time) and a dead server's job read `running` forever.
     Migration(
         8,
         """

@@ -22,8 +22,8 @@ MAX_NESTING = 4  # lists of lists of tensors in a task's inputs
 
 def flat_tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
     """Every tensor in a value, through nested lists and tuples: a task's `get_inputs()` may hold a list of
-    tensors, and what is inside it is sized, checked for mutation and aliasing like the rest (red team, round
-    seven: a nested input was counted as no bytes, and written in place unseen)."""
+    tensors, and what is inside it is sized, checked for mutation and aliasing like the rest (a nested input was
+    counted as no bytes, and written in place unseen)."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)) and depth < MAX_NESTING:
@@ -204,7 +204,7 @@ def same_values(a: Any, b: Any) -> bool:
 def mutated_input(originals: list[Any], after: list[Any]) -> int | None:
     """The index of the first input whose values (or those of a tensor inside it) changed, or None. An input
     missing from `after` counts as changed: on the CPU `after` is the runner's own copies, and one that sent back
-    an empty list had nothing compared (red team, round 13, with the runner's self-checks patched)."""
+    an empty list had nothing compared (with the runner's self-checks patched)."""
     for i, (a, b) in enumerate(zip(originals, after)):
         fa, fb = flat_tensors(a), flat_tensors(b)
         if len(fa) != len(fb) or not all(same_values(x, y) for x, y in zip(fa, fb)):
@@ -244,8 +244,8 @@ class Unsendable(Exception):
 
 
 def refuse_shared(results: list[Any]) -> None:
-    """Unsendable when two calls' outputs share storage: the later call overwrote the earlier's result (fidelity,
-    round ten: it was judged a mismatch with no word of why)."""
+    """Unsendable when two calls' outputs share storage: the later call overwrote the earlier's result (fidelity, it
+    was judged a mismatch with no word of why)."""
     seen: dict[int, int] = {}
     for k, result in enumerate(results):
         mine = {o.untyped_storage().data_ptr() for o in as_tensors(result) if isinstance(o, torch.Tensor) and o.numel()}

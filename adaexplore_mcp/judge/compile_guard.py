@@ -5,20 +5,20 @@ Why: Triton's code generator evaluates parts of a kernel's body in Python while 
 `tl.core.builtins.exec("...")` runs), subscripts of Python containers. On a GPU the replay (replay.py)
 compiles the candidate's kernels in the process whose runs decide whether its kernels do the work, and whose
 compiled launchers later replays reuse (referee.keep_launchers): a kernel body that reached `exec` there
-would forge those runs (red team, round 16). Installed in the replay's process before anything of the
+would forge those runs. Installed in the replay's process before anything of the
 candidate's is compiled, and in the CPU front-end check (frontend_session.py), so a candidate learns at the
 kernel's line, in its own runner, what the replay would refuse.
 
 What a compile may reach (each value a node evaluates to is checked, and the contents of Python containers):
 Triton's language (`triton.language` and its submodules: its builtins, libdevice, its classes and their methods;
-not its plain helpers, `tl.str_to_ty` evaluates a string: red team, round 21), `math`, `triton.cdiv` and
+not its plain helpers, `tl.str_to_ty` evaluates a string), `math`, `triton.cdiv` and
 `triton.next_power_of_2`,
 the builtins the code generator offers (`range`, `getattr`...), plain numbers, strings and containers and the
 methods of theirs that only read (`PLAIN_READS`), compiled @jit functions and Triton's IR values. Refused:
 attributes and global names starting with an underscore (`__class__`, `__builtins__`), any other module,
 function or class (`builtins.exec`, `os.system`, a @jit function's Python `fn`, `JITFunction.run`), other methods
-of plain values (`str.format` walks attributes and items, underscores included, and reached `ctypes.cdll[path]`:
-red team, round 17), and `getattr`/`hasattr` with such a name. An honest kernel reads none of these.
+of plain values (`str.format` walks attributes and items, underscores included, and reached `ctypes.cdll[path]`), and
+`getattr`/`hasattr` with such a name. An honest kernel reads none of these.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _owner_module(value: Any) -> str:
         if owner is None or isinstance(owner, types.ModuleType):
             return value.__module__ or getattr(owner, "__name__", "") or ""
         if isinstance(owner, PLAIN):  # only methods that read: `str.format` walks attributes and items itself,
-            return PLAIN_METHOD if value.__name__ in PLAIN_READS else "builtins"  # underscores included (round 17)
+            return PLAIN_METHOD if value.__name__ in PLAIN_READS else "builtins"  # underscores included
         return type(owner).__module__
     if isinstance(value, types.MethodType):
         return getattr(value.__func__, "__module__", "") or ""

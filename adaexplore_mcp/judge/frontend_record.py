@@ -154,8 +154,7 @@ class Recorder:
 
     def drop_last(self) -> None:
         """Forget the launch just recorded: it raised here too, so the candidate saw its error (and caught it, or
-        failed with it); the front end must not report it as a GPU-only failure at a later line (red team,
-        round six)."""
+        failed with it); the front end must not report it as a GPU-only failure at a later line."""
         if self.last is not None and self.launches and self.launches[-1] is self.last:
             self.launches.pop()
             self.keys.discard(_launch_key(self.last))

@@ -4,7 +4,7 @@ keep the replayed trial's.
 The replay (replay.py) runs the call's record on new inputs: new tensors, but every value the candidate's code
 took from a Python number is in the record as it was (a kernel argument `alpha`, or `alpha * 2`: no value can
 be followed through Python arithmetic). When `get_inputs()` draws such a number at random, new inputs with a
-new number made an honest kernel compute the "wrong" result (red team, round eight). So the reference draws
+new number made an honest kernel compute the "wrong" result. So the reference draws
 the replay's sets with the replayed trial's numbers in place of its own; the tensors are new.
 """
 

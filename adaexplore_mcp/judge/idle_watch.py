@@ -20,7 +20,7 @@ IDLE_ALLOWANCE_S = 0.5
 IDLE_SHARE = 0.1
 MIN_IDLE_S = 1.0
 # A runner's tree is its relay, pid 1 of its namespace and perhaps a helper; sleeping children by the hundred
-# use no CPU but hold the host's pids (RLIMIT_NPROC does not bind root): red team, round nine.
+# use no CPU but hold the host's pids (RLIMIT_NPROC does not bind root).
 MAX_IDLE_PROCESSES = 32
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

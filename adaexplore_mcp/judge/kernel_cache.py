@@ -27,7 +27,7 @@ MAX_BYTES = 16 << 20  # per source, charged (a few kernels take a few MB)
 MAX_TOTAL_BYTES = 2 << 30  # every source together, charged, on the host's disk
 MAX_SOURCES = 4096  # sources kept at once: each costs a folder and a lookup in `prune`, whatever its size
 # A file or folder takes at least one block (and an inode) on disk however few bytes it holds: each is charged
-# at least this much, so a source of many empty files cannot grow the cache without bound (red team, round 13).
+# at least this much, so a source of many empty files cannot grow the cache without bound.
 BLOCK = 4096
 STALE_S = 600.0  # a temporary folder this old is a dead referee's half-stored source (storing takes under a second)
 # Each stored source's charged size, written into its folder with its files (so prune reads one small file, not
@@ -102,7 +102,7 @@ def read_tree(root: Path, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES
 def without_conflicts(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     """The files whose names can all be written together: a name that is also another's folder ("b" beside
     "b/c") goes with every name under it, and a repeated name after its first. Written as they came, such
-    names made `write_tree` fail half-way (red team, round 13)."""
+    names made `write_tree` fail half-way."""
     folders = {name.partition("/")[0] for name, _ in files if "/" in name}
     clashes = {name for name, _ in files if name in folders}
     seen: set[str] = set()

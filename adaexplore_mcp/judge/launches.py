@@ -44,7 +44,7 @@ def _src_def_name(kernel: Any) -> str | None:
 def kernel_names(kernel: Any) -> set[str]:
     """Every name a launched kernel goes by: its function's `__name__` and code name, the name its JITFunction
     took when it was made, and the `def` in the source Triton compiles. They agree unless the candidate renamed
-    something at run time (red team, round 4: `cheat.fn.__name__ = "affine_kernel"` had the trials run one
+    something at run time (`cheat.fn.__name__ = "affine_kernel"` had the trials run one
     kernel while the record, and so the replay, named an honest one)."""
     fn = getattr(kernel, "fn", None)
     made = kernel.__dict__.get("__name__") if hasattr(kernel, "__dict__") else None  # JITFunction's own, not a property
@@ -73,7 +73,7 @@ def kernel_source(kernel: Any) -> str | None:
 def def_digest(node: ast.FunctionDef) -> str:
     """A `def` as code, whatever its decorators, comments, blank lines and indentation: what the recorder and the
     replay compare (the kernel that ran is the `def` of its name in the source, not one made by `exec` or swapped
-    in at run time: red team, round 5)."""
+    in at run time)."""
     bare = copy.deepcopy(node)
     bare.decorator_list = []
     for const in ast.walk(bare):  # dedent (Triton's, and the recorder's) empties whitespace-only lines of strings
@@ -114,8 +114,8 @@ def _wrap(cls: type) -> None:
             _state.raised = False
         finally:
             _state.inside = False
-            # `after` also when the launch raised: the recorder is out of the launch either way (red team, round
-            # six: a failed launch caught by the candidate, or by an autotuner, left every later operator "inside")
+            # `after` also when the launch raised: the recorder is out of the launch either way (a failed
+            # launch caught by the candidate, or by an autotuner, left every later operator "inside")
             if mine and getattr(_state, "after", None) is not None:
                 _state.after(self, args, kwargs)
         if mine and (name := kernel_name(self)) not in _state.names:

@@ -157,7 +157,7 @@ class Worker:
         keep_notes(self.log_path)
         # Its runners' logs too (runners.RunnerHandle names them by the worker's pid): a worker killed mid-call
         # never deletes them, and a candidate that filled its log to the size limit left it on the data disk for
-        # good (red team, round seven).
+        # good.
         for path in [self.log_path, *self.log_path.parent.glob(f"runner-*-{self.proc.pid}-*.log")]:
             try:
                 path.unlink()

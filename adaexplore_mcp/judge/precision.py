@@ -33,7 +33,7 @@ def _low_triton_dtype(name: str) -> bool:
 def program_reasons(program: Any, constant_dtypes: tuple[str, ...] = ()) -> list[str]:
     """What the recorded forward call (work_trace.py) shows of lower precision, whatever the source looks like:
     a dtype below float32 among its operators' arguments (a cast, an allocation), or among the tensors it used
-    that were made before it (`constant_dtypes`, as the referee received them: red team, round 4, an fp16 scratch
+    that were made before it (`constant_dtypes`, as the referee received them: an fp16 scratch
     buffer made in `__init__` under a dtype name built at run time)."""
     found: list[str] = [f"the call used {d} tensors made before it" for d in dict.fromkeys(constant_dtypes)
                         if is_low_name(d)][:2]
@@ -112,7 +112,7 @@ _WATCHING = {"on": False}
 
 def watch_switches() -> None:
     """Wrap torch._C's setters of the global precision switches, once per process, so that a call that turns one
-    on and back before it returns is still seen (red team, rounds four and five: `torch._C._set_cublas_allow_tf32`,
+    on and back before it returns is still seen (`torch._C._set_cublas_allow_tf32`,
     reached by a name built at run time, toggled within one call; the snapshot around the call saw nothing). Every
     public way to a switch (`torch.backends...`, `set_float32_matmul_precision`) ends in one of these setters."""
     import torch
@@ -273,7 +273,7 @@ _SWITCH_WORDS = ("tf32", "fp32_precision", "matmul_precision", "reduced_precisio
 
 def _tf32_switch(name: str) -> bool:
     """A name that reaches one of the global switches below float32: `allow_tf32`, the private setters behind it
-    (`torch._C._set_cublas_allow_tf32`: red team, round 4, switched on and back within one call, which the flag
+    (`torch._C._set_cublas_allow_tf32`: switched on and back within one call, which the flag
     snapshot around the call never sees), `set_float32_matmul_precision`, reduced-precision reductions."""
     low = name.lower().replace("_", "")
     return any(w.replace("_", "") in low for w in _SWITCH_WORDS)
@@ -290,7 +290,7 @@ def _triton_names(tree: ast.AST) -> tuple[set[str], set[str]]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
             for alias in node.names:
                 (dots if alias.name == "dot" else modules).add(alias.asname or alias.name)
-    for _ in range(3):  # `T2 = tl`, `mm = tl.dot`, and chains of them (red team, round five)
+    for _ in range(3):  # `T2 = tl`, `mm = tl.dot`, and chains of them
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = _dotted(node.value)

@@ -68,8 +68,7 @@ def _sample(outs: list[torch.Tensor]) -> list[torch.Tensor]:
 def degenerate_outputs(runs: list[list[Any]], limits: JudgeLimits) -> dict[int, str]:
     """Each output a constant or input-independent value would pass, with why; `runs` holds each seed's outputs.
     One constant for every seed, not one per seed: a scalar (a loss) is one value in each run, yet changes with
-    the inputs, and flagged it switched the work checks off for every reduction-to-scalar task (red team, round
-    eight)."""
+    the inputs, and flagged it switched the work checks off for every reduction-to-scalar task."""
     found: dict[int, str] = {}
     for i in range(len(runs[0])):
         tensors = [r[i] for r in runs if isinstance(r[i], torch.Tensor)]
@@ -189,7 +188,7 @@ def _probe(referee: Referee, req: dict, limits: JudgeLimits, deadline: float, wa
             raw = wire.decode_value(s["output"], bufs, opened=opened)
             sets.append((inputs, as_tensors(raw)))
     numbers = [type(o).__name__ for o in (raw if isinstance(raw, (list, tuple)) else [raw]) if _host_number(o)]
-    if numbers:  # its record would hold the number itself: no candidate's call could be replayed (round ten)
+    if numbers:  # its record would hold the number itself: no candidate's call could be replayed
         raise ReferenceFailure(f"the reference's forward returns a Python {numbers[0]}: return a tensor instead (a "
                                "0-d one: `(x * x).sum()` rather than `float((x * x).sum())`), so that a kernel's "
                                "result can be compared and its work checked")

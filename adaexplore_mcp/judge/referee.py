@@ -293,7 +293,7 @@ class Referee:
     def memory_short(self, ref: Reference | None) -> bool:
         """Whether a retry on a fresh referee could help a runner that said it ran out of memory, read here: the
         device is nearly full, or other tasks' cached references hold 1 GiB or more. A runner's word is no
-        evidence (red team, round 4: any error text saying "out of memory" recycled the worker and retried, and
+        evidence (any error text saying "out of memory" recycled the worker and retried, and
         on the CPU, where a fresh referee frees nothing)."""
         if self.device != "cuda":
             return False
@@ -426,7 +426,7 @@ def _env_positive(name: str) -> int | None:
 def _library_paths() -> set[str]:
     """sys.path's entries but the folder the server was started in or from (the current directory, its script's
     folder; Python puts it first, a script may push it down): that is a project's folder, with its `.env` and
-    keys, and bound back under a cover a candidate read them (red team, round seven). What runners import lives
+    keys, and bound back under a cover a candidate read them. What runners import lives
     elsewhere, and this package comes back on its own."""
     here = os.getcwd()
     started = {os.path.realpath(here), os.path.realpath(os.path.dirname(os.path.abspath(sys.argv[0] or here)))}

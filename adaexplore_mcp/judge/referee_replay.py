@@ -156,7 +156,7 @@ def _judge(ev: Any, pending: PendingReplay, prep: dict, rep: dict, rbufs: list) 
     unseen = sorted({str(s.get("launch"))[:80] for s in recorded if isinstance(s, dict) and "launch" in s}
                     - set(out.kernels))
     if unseen and len(out.kernels) < LAUNCHED_NAMES_SEEN:  # a program of kernels the call never launched: not
-        # the call's record (red team, round 20)
+        # the call's record
         return _unreplayable(ev, f"the recorded program launches {unseen[0][:60]!r}, which no trial of the forward "
                              "call launched: the record is not the call that ran")
     try:

@@ -172,7 +172,7 @@ class Run:
             fill_unwritten(got)
         elif grown is not None and isinstance(got, torch.Tensor) and got.numel() > grown:
             if not got.is_contiguous():  # memory a resize exposes is as unwritten as torch.empty's: it could hold
-                raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values (red team, round 17)
+                raise ReplayError(f"{where} grew a strided tensor")  # an earlier run's values
             fill_unwritten(got.view(-1)[grown:])
         if self.flow is not None:
             out = step.get("out")
@@ -318,7 +318,7 @@ class ReplayOps:
         compile_guard.install()  # before any kernel of the candidate's is compiled here: its body stays Triton's
         # Memory no operator wrote is filled (NaN, or the largest integer) whoever allocates it: `prims::empty_strided`,
         # `empty.out` and their kin handed a run what the run before it had left there, and a forged program kept a
-        # counter in it (red team, round 18). Nondeterministic operators only warn here (the replay is not timed).
+        # counter in it. Nondeterministic operators only warn here (the replay is not timed).
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
         take_kernel_files(req, bufs)

@@ -5,8 +5,8 @@ Why: the replay's checks compare runs that must not be able to tell each other a
 compute the result, the run with the kernels' writes substituted must not). The lent inputs are not copied for
 each run (a large task's fill the device), so a forged program that changed them kept state from one run to
 the next: `unsqueeze_` on an input slot (its shape, which a later `squeeze`/`mean` read), or `neg_` once per run
-(its values), made the checked run wrong and the full run right, and a PyTorch-only candidate passed (red team,
-round 17). Each run now binds fresh tensor objects over the same memory (a change of shape or strides stays in
+(its values), made the checked run wrong and the full run right, and a PyTorch-only candidate passed. Each run now
+binds fresh tensor objects over the same memory (a change of shape or strides stays in
 that run), and before each run, and after the last, the inputs' values are checked unchanged.
 """
 
@@ -32,7 +32,7 @@ def _aliases(value: Any, depth: int = 0) -> Any:
 
 def _whole_storage(t: torch.Tensor) -> torch.Tensor:
     """Every byte of `t`'s storage: on a GPU the lent sets are views of one packed buffer (wire.Packer), whose
-    padding and the constants' originals a run could write through an absolute offset (red team, round 18)."""
+    padding and the constants' originals a run could write through an absolute offset."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 

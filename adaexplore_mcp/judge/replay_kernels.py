@@ -43,7 +43,7 @@ def _check_signature(node: ast.FunctionDef) -> None:
 
 def _constant_arithmetic(node: ast.AST) -> bool:
     """Arithmetic on number literals only (`BLOCK: tl.constexpr = 2 * 64`): no object's operator can run. An
-    honest kernel with such a default was refused (red team, round 8)."""
+    honest kernel with such a default was refused."""
     if isinstance(node, (ast.operator, ast.Load)):
         return True
     if not isinstance(node, ast.BinOp):
@@ -229,8 +229,7 @@ def _global(desc: Any) -> Any:
 
 def language_object(module: Any, path: Any) -> Any:
     """`module.path` (a dotted path), when every step stays in Triton's language or math (compile_guard's rule):
-    the program names it, and a candidate forged one that reached `pickle.load` through a module Triton imports
-    (red team, round 16)."""
+    the program names it, and a candidate forged one that reached `pickle.load` through a module Triton imports."""
     from . import compile_guard
 
     name, parts = str(module), str(path).split(".") if path else []
@@ -250,8 +249,8 @@ def language_object(module: Any, path: Any) -> Any:
 
 NAMESPACES = ("aten", "prims")
 # Operators that reach outside their tensors: a file mapped into a tensor kept state from one run to the next
-# (and wrote the replay's Triton cache), so the runs could tell each other apart (red team, round 17); `set_`
-# grew a storage into memory an earlier run had freed, unfilled (round 18).
+# (and wrote the replay's Triton cache), so the runs could tell each other apart; `set_`
+# grew a storage into memory an earlier run had freed, unfilled.
 REFUSED_OPS = frozenset({"from_file", "_print", "set_"})
 
 
@@ -279,7 +278,7 @@ DESCRIPTOR_CLASSES = {("triton.tools.tensor_descriptor", "TensorDescriptor")}  #
 def descriptor(kind: Any, fields: dict[str, Any]) -> Any:
     """A host-side TMA TensorDescriptor around the replay's own tensors. Only that class, with only its own
     fields: the program names what to build, and a forged one called `pickle.load` with arguments of its
-    choosing in the process that decides the verdict (red team, round 16)."""
+    choosing in the process that decides the verdict."""
     import dataclasses
 
     key = tuple(str(k) for k in list(kind or [])[:2])

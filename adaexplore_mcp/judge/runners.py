@@ -269,7 +269,7 @@ class RunnerHandle:
 
     def log_tail(self) -> str:
         """The end of the runner's log. Opened without blocking: the runner owns the file and may hold a lease
-        on it, and a plain open() then waits out the kernel's lease-break time (45 s, red team, round seven)."""
+        on it, and a plain open() then waits out the kernel's lease-break time (45 s)."""
         try:
             with open(os.open(self.log_path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
                 fh.seek(0, os.SEEK_END)
@@ -304,7 +304,7 @@ class RunnerHandle:
             return None
         self.alive = False
         # pid 1 of the runner's namespace first, by its host pid: killing the relay alone reaches it only through its
-        # death signal, which a candidate without the seccomp filter can disarm (red team, round 4). Read while the
+        # death signal, which a candidate without the seccomp filter can disarm. Read while the
         # relay lives: an unreaped child's pid cannot be reused.
         for pid in (*children(self.pid), self.pid):
             try:

@@ -67,7 +67,7 @@ from .sandbox_sys import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, 
 _NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns", "ipc-ns")
 EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody wants this runner
 # unshare(CLONE_NEWPID) was made but no process could be forked into the namespace: going on would run the
-# candidate with the host's /proc and signals under a summary that says "namespaces" (red team, round 8)
+# candidate with the host's /proc and signals under a summary that says "namespaces"
 EXIT_NO_PID_NS = 112
 
 
@@ -175,7 +175,7 @@ def install_filter(policy: SandboxPolicy, report: SandboxReport) -> SandboxRepor
 
 def _oom_first() -> None:
     """The kernel's out-of-memory killer picks a runner before anything else: a candidate that spreads its memory
-    over child processes ranked them below the zygote and the referee (red team, round 8)."""
+    over child processes ranked them below the zygote and the referee."""
     with open("/proc/self/oom_score_adj", "w") as f:
         f.write("1000")
 

@@ -2,10 +2,10 @@
 
 Why: RLIMIT_NPROC does not bind root, which the judge runs as on GPU hosts, and RLIMIT_AS cannot be set with
 CUDA (the driver reserves huge virtual ranges), so a candidate there could take every pid of the host (and
-every other evaluation's fork failed) or all of its memory (red team, round nine). The kernel's pids and
+every other evaluation's fork failed) or all of its memory. The kernel's pids and
 memory controllers count every task and every page of the runner's sandbox, whatever its uid. The cpu
 controller, with no limit, makes the runner one scheduling entity: the CPU it gets beside another worker's
-runner does not grow with the processes it starts (red team, round ten: 200 busy children took an honest
+runner does not grow with the processes it starts (200 busy children took an honest
 evaluation past its timeout).
 
 Layout: `<the zygote's own cgroup>/adaexplore-runners/runner-<pid>` in each hierarchy holding a controller

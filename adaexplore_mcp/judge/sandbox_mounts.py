@@ -43,8 +43,8 @@ class Mounts:
             log.miss("visible-dirs", f"not shown: it is or holds a hidden dir ({d})")
         self.tmp = os.path.realpath(policy.tmp_dir) if policy.tmp_dir else None
         # /dev itself goes read-only like the rest: a device node stays usable on a read-only mount (only
-        # regular files, dirs and links get EROFS), but new files no longer land in the host's devtmpfs (red
-        # team, round 4: root filled it). /dev/shm stays writable: the private one, or the host's on a GPU.
+        # regular files, dirs and links get EROFS), but new files no longer land in the host's devtmpfs (root
+        # filled it). /dev/shm stays writable: the private one, or the host's on a GPU.
         self.exempt = ["/dev/shm", "/dev/pts", "/proc"] + self.writable + self.hidden
 
     def apply(self) -> None:

@@ -3,8 +3,8 @@
 Why: the mount namespace makes the host's filesystem read-only, but `connect()` to a Unix socket needs no write
 permission, so a candidate could talk to any daemon whose socket it can see (a container engine, a desktop bus,
 another server). The network namespace already covers IP and abstract sockets. `socket(AF_VSOCK, ...)` is
-refused too: network namespaces do not cover vsock, a way to the hypervisor and its agents on a virtual machine
-(red team, round 7). The other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a
+refused too: network namespaces do not cover vsock, a way to the hypervisor and its agents on a virtual machine. The
+other ways to a Unix socket are refused outright (EACCES too): `socketpair()` (a
 datagram pair can `sendto()` any socket path), io_uring (`IORING_OP_SOCKET` makes a socket without the socket
 call, and its requests are not seen by seccomp at all), and the kernel keyrings (`add_key`, `keyctl`: a user's
 keyring is shared with the host when no user namespace is made, and outlives the runner). Nothing a runner needs
@@ -15,9 +15,9 @@ outlives the judge. And file leases (`fcntl(F_SETLEASE)`), which let a root runn
 files it owns, and space reserved past a file's end (`fallocate` with KEEP_SIZE), which the file size limit
 does not see. And `setsid()` (the sandbox's own comes before the filter): on a host with the kernel's
 autogroup, every new session is a scheduling group of its own, and a candidate whose 200 children each made one
-took the CPU from the other workers' evaluations until an honest one timed out (red team, round ten); and
+took the CPU from the other workers' evaluations until an honest one timed out; and
 `inotify_init`, `inotify_init1`, `fanotify_init`, whose instances count per user, host-wide: a root runner held
-all 128 of root's (round ten). The filter
+all 128 of root's. The filter
 also refuses every system call made through another ABI (32-bit x86, x32), the classic way around a filter that
 checks call numbers of one ABI only.
 
@@ -62,15 +62,15 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
 
     Refused by first argument: socket(AF_UNIX, ...), and prctl(PR_SET_PDEATHSIG, ...) when `nr_prctl` is given:
     pid 1 of a runner's namespace dies with the relay that forked it only while its death signal stays armed
-    (sandbox.py); a candidate that disarmed it outlived its evaluation and the judge (red team, round 4).
+    (sandbox.py); a candidate that disarmed it outlived its evaluation and the judge.
     Refused by second argument, when `nr_ioctl` is given: the loop devices' ioctls (0x4C00-0x4CFF, old-style
     numbers no other driver uses). A runner as root opens the host's /dev/loop-control: a candidate attached a
-    file to a free loop device, which the next candidate read and which outlived the judge (red team, round 7).
+    file to a free loop device, which the next candidate read and which outlived the judge.
     And, when `nr_fcntl` is given, fcntl(F_SETLEASE): a root runner owns the installed Python files, and a write
     lease on one holds every other process's open() of it for 45 s (lease-break-time): an honest candidate on
-    another worker timed out importing Triton (red team, round 8). And, with `nr_fallocate`, fallocate with
+    another worker timed out importing Triton. And, with `nr_fallocate`, fallocate with
     FALLOC_FL_KEEP_SIZE (or a hole punched, which needs it): blocks reserved past a file's end leave its size,
-    which RLIMIT_FSIZE bounds, unchanged; through its log a runner filled the data directory's disk (round 9)."""
+    which RLIMIT_FSIZE bounds, unchanged; through its log a runner filled the data directory's disk."""
     by_arg0 = [(nr_socket, (AF_UNIX, AF_VSOCK))] + ([(nr_prctl, (PR_SET_PDEATHSIG,))] if nr_prctl is not None else [])
     by_arg1 = ([(nr_ioctl, 0xFFFFFF00, _LOOP_IOCTLS)] if nr_ioctl is not None else []) + \
         ([(nr_fcntl, 0xFFFFFFFF, F_SETLEASE)] if nr_fcntl is not None else []) + \

@@ -51,7 +51,7 @@ def recv(conn: Connection, max_bytes: int, deadline: float | None = None) -> tup
     """One message from a peer that may be hostile: every size is bounded before it is read. An over-size
     message is a WireError that says so (multiprocessing's own OSError would read as a dead peer). With a
     `deadline` (time.monotonic()), every frame is read under it: a runner that sent four bytes of a length and
-    stopped held the referee far past its deadline inside `recv_bytes` (red team, round seven)."""
+    stopped held the referee far past its deadline inside `recv_bytes`."""
     raw = _bounded(conn, MAX_HEADER_BYTES, "its answer's description (too many outputs, or outputs nested too deep?)",
                    deadline)
     try:
@@ -129,7 +129,7 @@ def encode_float(value: float) -> Any:
 def finite_number(value: Any) -> float | None:
     """A number in a runner's reply as a finite float, or None for anything else: a bool, a string, nan, an
     infinity, or an integer too large for a float (valid JSON, 400 digits long: `float()` of it raises
-    OverflowError, which escaped the referee as "a bug in the judge": red team, round 13)."""
+    OverflowError, which escaped the referee as "a bug in the judge")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -210,8 +210,7 @@ def encode_tensor(t: torch.Tensor, buffers: list[bytes | memoryview], packer: Pa
 def decode_tensor(desc: dict[str, Any], buffers: list[bytes], opened: dict | None = None) -> torch.Tensor:
     """A plain dense tensor rebuilt from a descriptor; raises WireError for anything out of bounds, and for
     anything torch refuses to build from it (a shape whose strides overflow, a CUDA tensor on a judge without
-    a GPU): a runner's forged description is the runner's fault, never "a bug in the judge" (red team, round
-    seven)."""
+    a GPU): a runner's forged description is the runner's fault, never "a bug in the judge"."""
     try:
         return _decode_tensor(desc, buffers, opened)
     except WireError:

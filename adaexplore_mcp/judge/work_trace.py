@@ -235,7 +235,7 @@ class WorkTrace(TorchDispatchMode):
     def _kernel(self, kernel: Any, name: str) -> None:
         """The module-level values a kernel's body reads, so the replay's copy of it reads the same, and the digest
         of the code it runs (`__ast__`, checked against the source's `def` by the replay). Taken at every launch:
-        a kernel whose values or code change between its launches in one call is refused (red team, round 5: a
+        a kernel whose values or code change between its launches in one call is refused (a
         helper swapped, a constexpr flipped, after a first launch the record kept)."""
         fn = getattr(kernel, "fn", None)
         if fn is None or name in self._building:
@@ -370,7 +370,7 @@ _LIBRARIES: tuple[str, ...] = ()
 
 def _foreign_code_in_launch() -> str | None:
     """Where code that is neither Triton's, PyTorch's, the standard library's nor the judge's runs between this
-    operator and the launch hook's `run` (red team, round 5: a grid callable and a `pre_run_hook` computed the
+    operator and the launch hook's `run` (a grid callable and a `pre_run_hook` computed the
     output in PyTorch while the launch's own operators, Triton's copies, go unrecorded); None when there is none."""
     global _LIBRARIES
     if not _LIBRARIES:

@@ -25,7 +25,7 @@ from typing import Any
 from .result import RefereeResult
 
 # Device memory a referee may still have allocated after a request; beyond it the referee is replaced (a runner
-# that keeps a tensor it was lent holds the lender's block forever: red team, round 4).
+# that keeps a tensor it was lent holds the lender's block forever).
 LEFT_BEHIND_BYTES = 1 << 30
 
 

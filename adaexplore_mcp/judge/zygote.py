@@ -139,8 +139,7 @@ def serve(ctrl: socket.socket) -> None:
 
 def _fork_with_retry(tries: int = 5) -> tuple[socket.socket, socket.socket, int]:
     """A socket pair and a fork; EAGAIN (no process or memory to spare for now) is tried again for about 3 s.
-    A failure used to kill the zygote, and the honest candidate waiting for a runner got "a bug in the judge"
-    (red team, round 8)."""
+    A failure used to kill the zygote, and the honest candidate waiting for a runner got "a bug in the judge"."""
     for attempt in range(tries):
         parent_end, child_end = socket.socketpair()
         try:
@@ -201,7 +200,7 @@ _leftover_groups: set[int] = set()  # runners whose groups could not be removed 
 
 def _ended(pid: int, status: int) -> Ended:
     """A reaped runner: what its group saw, then whatever of it is still alive is killed (the verdict is not
-    given while a candidate's processes still run: red team, round ten) and its group and scratch directory go."""
+    given while a candidate's processes still run) and its group and scratch directory go."""
     limits = sandbox_cgroup.limits_hit(pid)
     if not sandbox_cgroup.end(pid):
         _leftover_groups.add(pid)

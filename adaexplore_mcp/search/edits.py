@@ -29,7 +29,7 @@ def parse_edits(edits: Iterable[Edit | Mapping[str, str]]) -> list[Edit]:
     return out
 
 
-MAX_EDITS = 200  # a small step is a few edits; each one scans the whole kernel (red team, round five: 100,000
+MAX_EDITS = 200  # a small step is a few edits; each one scans the whole kernel (100,000
 # edits took 28 s of the server's CPU in one call)
 
 

@@ -102,7 +102,7 @@ def _check(path: str, value: Any) -> None:
             _check(f"{path}.{name}", getattr(value, name, None))
 
 
-# What an SQLite error says when the data store itself is the trouble (red team, round five: a damaged file read
+# What an SQLite error says when the data store itself is the trouble (a damaged file read
 # "internal error in store.py", as if the server had a bug)
 _STORE_TROUBLE = ("malformed", "not a database", "readonly", "disk i/o", "unable to open", "is full", "locked")
 
@@ -243,7 +243,7 @@ def prompt_errors() -> Iterator[None]:
 
 MAX_ERROR_CHARS = 2000
 # Blocking calls (evaluations, task creation) wait in threads of their own pool, so that quick tools keep anyio's
-# default one; one session may have at most MAX_BLOCKING_PER_CLIENT of them at once (red team, round five: one HTTP
+# default one; one session may have at most MAX_BLOCKING_PER_CLIENT of them at once (one HTTP
 # client's 44 queued evaluations took every default thread, and another client's list_tasks waited 57 s).
 MAX_BLOCKING_PER_CLIENT = 16
 BLOCKING_THREADS = 64

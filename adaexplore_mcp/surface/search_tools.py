@@ -32,7 +32,7 @@ class SearchList(BaseModel):
 
 def trimmed(tree: SearchTree, max_nodes: int) -> SearchTree:
     """The tree with at most `max_nodes` nodes, in their order: the root, the best node's path, then the newest
-    (red team, round five: a 100-node tree was 85,000 characters, and budgets go to 10,000)."""
+    (a 100-node tree was 85,000 characters, and budgets go to 10,000)."""
     if len(tree.nodes) <= max_nodes:
         return tree
     by_id = {n.node_id: n for n in tree.nodes}

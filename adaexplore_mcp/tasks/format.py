@@ -157,7 +157,7 @@ MAX_DESCRIPTION_CHARS = 2000
 
 def check_task_description(description: object) -> None:
     """A description is shown to every session in lists and briefs: a bounded text (a 1 MB one made every
-    `list_tasks` 1 MB for every client of the data dir: red team, round five)."""
+    `list_tasks` 1 MB for every client of the data dir)."""
     if not isinstance(description, str):
         raise TaskFormatError("description must be a string")
     if len(description) > MAX_DESCRIPTION_CHARS:
