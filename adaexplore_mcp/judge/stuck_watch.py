@@ -2,7 +2,7 @@
 
 A timeout should say which line of the candidate never finished. faulthandler's watchdog can say so
 from any state, but it reads the main thread's frames while that thread keeps running, and in a tight
-loop under a TorchDispatchMode (the replay's copy trace) the dump broke off after two frames or crashed
+loop under a TorchDispatchMode (the replay's data-flow trace) the dump broke off after two frames or crashed
 the runner on the 2-core CI VM. So a Python thread takes the main thread's stack first, under the GIL
 (`sys._current_frames`, a consistent snapshot), and writes it in faulthandler's format, which
 `classify.from_fault_dump` reads. faulthandler's watchdog stays armed later, for code that never gives
