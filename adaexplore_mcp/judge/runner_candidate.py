@@ -145,51 +145,5 @@ class CandidateRunner(ProgramOps, ModelRunner):
                 reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
         return result, reply
 
-    def _forward_one(self, inputs: list[Any], record: bool) -> tuple[Any, dict[str, Any]]:
-        """One call; with `record`, every trial alike, it is recorded for the replay (work_trace.py)."""
-        before = precision.snapshot()
-        recorder = self.frontend.recorder() if self.frontend is not None else None
-        trace = WorkTrace(inputs) if record else None
-
-        def before_launch(kernel: Any, args: tuple, kwargs: dict) -> None:
-            if recorder is not None:
-                recorder(kernel, args, kwargs)
-            if trace is not None:
-                trace.before(kernel, args, kwargs)
-
-        def after_launch(kernel: Any, args: tuple, kwargs: dict) -> None:
-            if recorder is not None and launches.raised():
-                recorder.drop_last()
-            if trace is not None:
-                trace.after(kernel, args, kwargs)
-
-        launches.begin(self.module.__name__, recorder=before_launch, after=after_launch)
-        precision.watching(True)
-        try:
-            with torch.no_grad(), trace if trace is not None else contextlib.nullcontext():
-                result = self.model(*inputs)
-            calm(self.handlers)  # before the judge's own checks below run in this process
-            self._sync()
-        except BaseException as exc:  # noqa: BLE001
-            launches.end()
-            precision.watching(False)
-            return None, self._error(exc, STAGE_RUN)
-        names = launches.end()
-        flags = precision.changed_flags(before, precision.snapshot()) + precision.watching(False)
-        precision.restore(before)
-        reply: dict[str, Any] = {"launched": names, "flags": flags}
-        reply["aliased"] = aliased_output(result, inputs) is not None  # outputs travel as copies: only here is it seen
-        if trace is not None:
-            trace.finish(result)
-            self.work_trace = trace
-        if recorder is not None:
-            problem = self.frontend.check(recorder)
-            if problem is not None:
-                reply.update(self._error(problem, STAGE_RUN))
-                reply["frontend"] = True
-            elif self.frontend.unavailable is not None:
-                reply["unconfirmed"] = f"the GPU compiler front-end check could not run ({self.frontend.unavailable})"
-        return result, reply
-
     REQUESTS = {**ModelRunner.REQUESTS, "load": op_load, "unstash": op_unstash, "load_state": op_load_state,
                 "forward": op_forward, "program": ProgramOps.op_program}
