@@ -80,6 +80,22 @@ def plain(value: Any) -> Any:
     return float(value) if isinstance(value, HostScalar) else value
 
 
+def host_reads(described: Any) -> set[int]:
+    """The host reads (['h', k]) that a launch's described arguments are computed from."""
+    found: set[int] = set()
+    todo, seen = [described], 0
+    while todo and seen < 100000:
+        v, seen = todo.pop(), seen + 1
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            if len(v) == 2 and v[0] == "h" and type(v[1]) is int:
+                found.add(v[1])
+            else:
+                todo.extend(v)
+    return found
+
+
 def evaluate(expr: Any, reads: dict[int, Any], decode: Callable[[Any], Any], depth: int = 0) -> float:
     """The value of a recorded expression with this run's host reads; ValueError on anything malformed."""
     if not isinstance(expr, list) or not expr or depth > MAX_DEPTH:

@@ -36,7 +36,7 @@ import torch
 from .compare import MAX_NESTING as MAX_INPUT_NESTING
 from .byte_values import storage_bytes, storage_key
 from .device_memory import out_of_memory
-from .host_scalars import evaluate
+from .host_scalars import evaluate, host_reads
 from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
 from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
 from .seeding import manual_seed
@@ -225,7 +225,7 @@ class Run:
                     self._keep(i, pos, now, changed)
             del before
         if self.flow is not None:
-            reads = _host_reads([step.get("args"), step.get("kwargs")])
+            reads = host_reads([step.get("args"), step.get("kwargs")])
             self.flow.launch(args, kwargs, None if self.overflow else changed_storages, reads)
 
     def _watched(self, args: Any, kwargs: dict) -> list[tuple[int, torch.Tensor]]:
@@ -279,22 +279,6 @@ def _changed_span(changed: torch.Tensor) -> tuple[int, int]:
     """From the first changed byte to the last, [lo, hi)."""
     flags = changed.to(torch.uint8)
     return int(flags.argmax()), changed.numel() - int(flags.flip(0).argmax())
-
-
-def _host_reads(described: Any) -> set[Any]:
-    """The host reads (`["h", n]` in a `hexpr`: host_scalars.py) a launch's described arguments are computed from."""
-    found: set[Any] = set()
-    todo, seen = [described], 0
-    while todo and seen < 100000:
-        v, seen = todo.pop(), seen + 1
-        if isinstance(v, dict):
-            todo.extend(v.values())
-        elif isinstance(v, list):
-            if len(v) == 2 and v[0] == "h" and type(v[1]) is int:
-                found.add(v[1])
-            else:
-                todo.extend(v)
-    return found
 
 
 def _same(a: Any, b: Any) -> bool:
