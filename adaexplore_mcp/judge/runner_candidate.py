@@ -36,6 +36,13 @@ class CandidateRunner(ProgramOps, ModelRunner):
 
             self.frontend = Frontend()
 
+    def _model_class(self, req: dict, bufs: list[bytes]) -> Any:
+        self.init_inputs = list(wire.decode_value(req["init_inputs"], bufs))  # the reference's, as it drew them
+        return self.module.ModelNew
+
+    def _user_error(self, what: str, exc: BaseException, stage: str) -> dict[str, Any]:
+        return self._error(exc, stage)
+
     def op_load(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Import the candidate's module; it must define class ModelNew."""
         path = self._write_source(req, bufs)

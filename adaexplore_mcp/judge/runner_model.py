@@ -14,11 +14,10 @@ import torch
 from ..tasks.format import source_with_constants
 from . import launches, precision, seeding, wire
 from .checks.perturbation import perturb, state_index
-from .classify import STAGE_BUILD, CandidateFile, reference_error
+from .classify import STAGE_BUILD, CandidateFile
 from .kernel_cache import take_kernel_files
 from .runner import Runner
 from .runner_timing import TimingOps
-from .user_signals import quiet
 
 
 class ModelRunner(TimingOps, Runner):
@@ -44,15 +43,17 @@ class ModelRunner(TimingOps, Runner):
         self.file = CandidateFile(str(path), source)
         return path
 
-    def _ref_error(self, what: str, exc: BaseException) -> dict[str, Any]:
-        quiet(self.handlers)  # a timer of the task's would interrupt the describing
-        return {"ref_error": reference_error(what, exc, self.file), "oom": isinstance(exc, torch.OutOfMemoryError)}
+    def _model_class(self, req: dict, bufs: list[bytes]) -> Any:
+        """The class `build` constructs (and, for a role given them, the init inputs it takes)."""
+        raise NotImplementedError
+
+    def _user_error(self, what: str, exc: BaseException, stage: str) -> dict[str, Any]:
+        """How this role reports an exception its user code raised in `what` (at `stage`)."""
+        raise NotImplementedError
 
     def op_build(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Construct the model under the evaluation's seed, in the mode its constructor leaves it in."""
-        if self.role == "cand":
-            self.init_inputs = list(wire.decode_value(req["init_inputs"], bufs))
-        cls = self.module.ModelNew if self.role == "cand" else self.module.Model
+        cls = self._model_class(req, bufs)
         precision.pin_strict()
         flags = precision.snapshot()
         try:
@@ -63,9 +64,7 @@ class ModelRunner(TimingOps, Runner):
                 model = model.to(self.device)  # never .eval(): BatchNorm in training mode uses batch statistics
             self._sync()
         except BaseException as exc:  # noqa: BLE001
-            if self.role == "ref":
-                return self._ref_error("Model(*get_init_inputs())", exc)
-            return self._error(exc, STAGE_BUILD)
+            return self._user_error("Model(*get_init_inputs())", exc, STAGE_BUILD)
         if req.get("stash"):  # a second model (checks/second_shapes.py): the first waits, for `unstash`
             self.stashed = self.model
         self.model = model

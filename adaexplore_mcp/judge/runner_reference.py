@@ -13,12 +13,12 @@ import torch
 from ..tasks.format import apply_shapes, import_file
 from . import precision, seeding, wire
 from .checks.off_distribution import draw_off_distribution
-from .classify import STAGE_IMPORT
+from .classify import STAGE_IMPORT, reference_error
 from .compare import cloned, nbytes
 from .host_inputs import on_device
 from .runner_model import ModelRunner
 from .runner_task import TaskOps
-from .user_signals import calm
+from .user_signals import calm, quiet
 
 CLONE_BYTES = 1 << 30  # inputs below this are copied before the reference's forward (it may write them)
 
@@ -32,6 +32,16 @@ class ReferenceRunner(TaskOps, ModelRunner):
         super().__init__(conn, device, tmp)
         self.cost: dict[str, Any] | None = None  # the task's bytes and FLOPs, counted once (roofline)
         self.compile_error: str | None = None
+
+    def _model_class(self, req: dict, bufs: list[bytes]) -> Any:
+        return self.module.Model
+
+    def _user_error(self, what: str, exc: BaseException, stage: str) -> dict[str, Any]:
+        return self._ref_error(what, exc)
+
+    def _ref_error(self, what: str, exc: BaseException) -> dict[str, Any]:
+        quiet(self.handlers)  # a timer of the task's would interrupt the describing
+        return {"ref_error": reference_error(what, exc, self.file), "oom": isinstance(exc, torch.OutOfMemoryError)}
 
     def op_load(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Import the task's module at its shapes; its init inputs go back to the referee (for the candidate)."""

@@ -25,8 +25,7 @@ class TimingOps:
     compiled: Any
     bench: Any
     role: str
-    _error: Callable[[BaseException, str], dict[str, Any]]  # how the runner reports a candidate's failure
-    _ref_error: Callable[[str, BaseException], dict[str, Any]]  # and a reference's
+    _user_error: Callable[[str, BaseException, str], dict[str, Any]]  # how the role reports its user code's failure
 
     def _timing_model(self, req: dict) -> Any:
         """The model a `time` request names (None: the reference has not been compiled here)."""
@@ -71,7 +70,7 @@ class TimingOps:
                 times, outs = self.bench.block(lambda i: model(*sets[i % len(sets)]), int(req["calls"]), 0)
         except BaseException as exc:  # noqa: BLE001
             precision.pin_strict()
-            return self._error(exc, STAGE_RUN) if self.role == "cand" else self._ref_error("forward (timed)", exc)
+            return self._user_error("forward (timed)", exc, STAGE_RUN)
         precision.pin_strict()
         self.kept["timed"] = (outs, [])
         return {"times_ms": times}
