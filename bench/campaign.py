@@ -218,16 +218,20 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
 
 
+def read_store(d: Path):
+    """The server's store in the campaign folder, opened read-only (the driver never writes it)."""
+    import sqlite3
+
+    return sqlite3.connect(f"file:{(d / 'home' / 'adaexplore.sqlite3').resolve()}?mode=ro", uri=True)
+
+
 def forget_finished_steps(d: Path) -> dict[str, int]:
     """Drop from every pending.json the steps the server's store says are done. A call cut off mid-round leaves
     steps that the store attached (each item is attached as its evaluation ends) but that the driver never saw
     return; submitting them again would only record an item error. Their records come from `export`."""
-    import sqlite3
-
-    store = d / "home" / "adaexplore.sqlite3"
-    if not store.exists():
+    if not (d / "home" / "adaexplore.sqlite3").exists():
         return {}
-    conn = sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True)
+    conn = read_store(d)
     done = {row[0] for row in conn.execute("SELECT step_id FROM steps WHERE status = 'done'")}
     conn.close()
     dropped = {}
@@ -344,8 +348,6 @@ def records_from_store(d: Path) -> list[dict]:
     """Every node of every search, as step records, read from the server's own store: the table's source when a
     call was cut off (expand_nodes attaches each item as its evaluation ends, so the store holds steps whose batch
     never returned to the driver). Brief sizes come from the round files that handed each step out."""
-    import sqlite3
-
     state = load(d / "state.json")
     chars: dict[str, int] = {}
     for path in (d / "briefs").glob("*/round-*.json"):
@@ -354,7 +356,7 @@ def records_from_store(d: Path) -> list[dict]:
         for st in steps:
             if st.get("step_id"):
                 chars[st["step_id"]] = round(len(json.dumps(brief)) / len(steps))
-    conn = sqlite3.connect(f"file:{(d / 'home' / 'adaexplore.sqlite3').resolve()}?mode=ro", uri=True)
+    conn = read_store(d)
     out = []
     for key, search_id in state["searches"].items():
         rows = conn.execute(
