@@ -24,6 +24,8 @@ Folder layout:
     briefs/<search>/reference.py        get_task's reference_source: a brief that only points to the reference
                                         (a small step, a large step off the root) is answered with it at hand,
                                         as an assistant that follows the pointer would
+    briefs/<search>/kernels/node-<id>.py  the full source behind a kernel_uri whose kernel the brief cut or left
+                                        out (a pool kernel's tail, a large step's parent), for the same reason
     proposals/<search>/<step_id>.json   {"kernel_source": ...} or {"edits": [{old, new}...]}, and "note";
                                         or <step_id>.py, the whole kernel, and <step_id>.note, one line
     records.jsonl             one line per expanded step (and reference.jsonl per reference kernel)
@@ -289,6 +291,7 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
     """next_step(count=in_flight): the whole response to briefs/<key>/round-<n>.json, the steps to pending."""
     brief = await call(client, "next_step", {"search_id": search_id, "count": in_flight, "resend": True})
     folder = d / "briefs" / key
+    folder.mkdir(parents=True, exist_ok=True)
     pending = load(folder / "pending.json", {"steps": {}})
     if brief.get("done"):
         say(f"{key}: done")
@@ -300,6 +303,7 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
         if task_id:
             detail = await call(client, "get_task", {"task_id": task_id})
             (folder / "reference.py").write_text(detail["reference_source"])
+    await save_kernels(client, folder, brief)
     own_round = len(list(folder.glob("round-*.json"))) + 1  # this search's own round (searches move apart)
     save(folder / f"round-{own_round}.json", brief)
     steps = [brief, *brief.get("more_steps", [])]
@@ -314,6 +318,24 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
     save(folder / "pending.json", pending)
     say(f"{key}: {len(steps)} briefs ({pending['response_chars']} chars), "
         f"kinds {[s.get('kind') for s in steps]}")
+
+
+async def save_kernels(client, folder: Path, brief: dict) -> None:
+    """The full source behind every kernel_uri of a brief whose kernel is cut or absent (a large step's parent, a
+    pool kernel cut to its head), to kernels/node-<id>.py: what an assistant reads when it follows the pointer."""
+    wanted = {}
+    for step in [brief, *brief.get("more_steps", [])]:
+        if step.get("parent_kernel_uri") and not step.get("parent_kernel"):
+            wanted[step["parent_node_id"]] = step["parent_kernel_uri"]
+        for ref in step.get("pool") or []:
+            if ref.get("kernel_truncated") or not ref.get("kernel"):
+                wanted[ref["node_id"]] = ref["kernel_uri"]
+    for node_id, uri in wanted.items():
+        path = folder / "kernels" / f"node-{node_id}.py"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            result = await client.read_resource(uri)
+            path.write_text(result.contents[0].text)
 
 
 async def run_reference(args: argparse.Namespace) -> int:

@@ -67,3 +67,31 @@ def test_steps_a_cut_call_attached_leave_pending_and_the_rest_stay(tmp_path):
     assert campaign.forget_finished_steps(tmp_path) == {"P__adaexplore": 1}
     assert sorted(campaign.load(folder / "pending.json")["steps"]) == ["b", "c"]
     assert campaign.forget_finished_steps(tmp_path) == {}  # nothing more to drop
+
+
+def test_the_full_source_behind_a_cut_kernel_is_saved_beside_the_briefs(tmp_path):
+    """A large step off a node carries only its parent's kernel_uri, and a pool kernel cut to its head points to
+    its kernel_uri: the driver reads each such resource once, as an assistant following the pointer would."""
+    import anyio
+
+    class FakeClient:
+        def __init__(self):
+            self.read = []
+
+        async def read_resource(self, uri):
+            self.read.append(uri)
+            return type("R", (), {"contents": [type("C", (), {"text": f"# source of {uri}\n"})()]})()
+
+    brief = {"parent_node_id": 2, "parent_kernel_uri": "adaexplore://searches/s/nodes/2/kernel", "parent_kernel": None,
+             "pool": [{"node_id": 5, "kernel": "head", "kernel_truncated": True,
+                       "kernel_uri": "adaexplore://searches/s/nodes/5/kernel"},
+                      {"node_id": 6, "kernel": "whole", "kernel_truncated": False,
+                       "kernel_uri": "adaexplore://searches/s/nodes/6/kernel"}],
+             "more_steps": [{"parent_node_id": 3, "parent_kernel": "inline source",
+                             "parent_kernel_uri": "adaexplore://searches/s/nodes/3/kernel"}]}
+    client = FakeClient()
+    anyio.run(campaign.save_kernels, client, tmp_path, brief)
+    assert sorted(p.name for p in (tmp_path / "kernels").iterdir()) == ["node-2.py", "node-5.py"]
+    assert (tmp_path / "kernels" / "node-5.py").read_text() == "# source of adaexplore://searches/s/nodes/5/kernel\n"
+    anyio.run(campaign.save_kernels, client, tmp_path, brief)  # already there: not read again
+    assert len(client.read) == 2
