@@ -18,8 +18,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = _choose_workers(Settings.from_env(), args.workers)
     if settings.ray_address:  # fail now, with the address, rather than in the server's lifespan
-        from adaexplore_mcp.judge.pool import WorkerStartError
-        from adaexplore_mcp.judge.ray_pool import connect
+        from adaexplore_mcp.judge.processes import WorkerStartError
+        from adaexplore_mcp.judge.cluster import connect
 
         try:
             connect(settings.ray_address)
@@ -63,7 +63,7 @@ def _announce_sandbox(settings: Settings) -> None:
     Probed with the CPU runner's policy. A GPU runner's differs only in having no address-space limit and
     sharing /dev/shm (judge/referee.py: sandbox_policy), so on a GPU host the report may name those two."""
     from adaexplore_mcp.judge.referee import sandbox_policy
-    from adaexplore_mcp.judge.sandbox_probe import capabilities
+    from adaexplore_mcp.judge.sandbox import capabilities
 
     policy = sandbox_policy(settings.sandbox, settings.home, settings.cache_dir, "cpu")
     if policy is None:

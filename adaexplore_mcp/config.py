@@ -81,7 +81,7 @@ class Settings:
     # Runner sandbox: "auto" (namespaces + rlimits where the host allows), "no-pid" (no PID namespace),
     # or "off" (debugging the judge only: candidates then see the host).
     sandbox: str = "auto"
-    # Judge workers as Ray actors (judge/ray_pool.py; needs the `ray` extra): "" for the local pool (default),
+    # Judge workers as Ray actors (judge/cluster/pool.py; needs the `ray` extra): "" for the local pool (default),
     # "auto" for the cluster this host belongs to, "ray://host:port", or "local" for a one-node cluster
     # started by this process. One actor per GPU of the cluster, or `workers` CPU actors without GPUs.
     ray_address: str = ""

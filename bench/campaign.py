@@ -334,8 +334,7 @@ async def save_kernels(client, folder: Path, brief: dict) -> None:
         path = folder / "kernels" / f"node-{node_id}.py"
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
-            result = await client.read_resource(uri)
-            path.write_text(result.contents[0].text)
+            path.write_text((await client.read_resource(uri)).contents[0].text)
 
 
 async def run_reference(args: argparse.Namespace) -> int:

@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from adaexplore_mcp.judge.referee import sandbox_policy
-from adaexplore_mcp.judge.sandbox import SandboxPolicy, enter, install_filter
-from adaexplore_mcp.judge.sandbox_probe import capabilities
+from adaexplore_mcp.judge.sandbox.core import SandboxPolicy, enter, install_filter
+from adaexplore_mcp.judge.sandbox.probe import capabilities
 
 CUDA_STEPS = (
     ("import torch", "import torch"),
@@ -43,7 +43,7 @@ def filter_variants() -> dict[str, list]:
     host's CUDA driver trips over."""
     import platform
 
-    from adaexplore_mcp.judge import seccomp
+    from adaexplore_mcp.judge.sandbox import seccomp
 
     arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES[platform.machine()]
     none = 0xFFFF
@@ -70,7 +70,7 @@ def cuda_steps(policy: SandboxPolicy, extra_filter: list | None = None, as_runne
         try:
             report = enter(policy, defer_filter=as_runner)  # as_runner: the filter after the context, as zygote.py does
             if extra_filter is not None:
-                from adaexplore_mcp.judge.seccomp import install
+                from adaexplore_mcp.judge.sandbox.seccomp import install
 
                 install(extra_filter)
             scope: dict = {}

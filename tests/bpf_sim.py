@@ -1,4 +1,4 @@
-"""A tiny interpreter of the classic BPF the seccomp filter is written in (judge/seccomp.py), for its tests:
+"""A tiny interpreter of the classic BPF the seccomp filter is written in (judge/sandbox/seccomp.py), for its tests:
 only the instructions the filter uses (load word, and, jump if equal / greater or equal, return)."""
 
 from __future__ import annotations

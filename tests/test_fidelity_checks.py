@@ -151,7 +151,7 @@ def test_a_replay_wrong_on_values_says_so_with_the_mismatch_detail() -> None:
     from types import SimpleNamespace
 
     from adaexplore_mcp.judge.outcome import Outcome
-    from adaexplore_mcp.judge.referee_replay import _wrong_values
+    from adaexplore_mcp.judge.replay.referee_side import _wrong_values
 
     ev = SimpleNamespace(out=Outcome())
     values = {"output_index": 0, "trial": 0, "shape": [4], "reason": "values", "max_abs_error": 0.5,

@@ -1,4 +1,4 @@
-"""The compiler front-end check (judge/frontend.py): what the CPU interpreter accepts but a GPU compile rejects.
+"""The compiler front-end check (judge/frontend/check.py): what the CPU interpreter accepts but a GPU compile rejects.
 
 Candidates run under Triton's interpreter (TRITON_INTERPRET=1, set by tests/conftest.py before triton is
 imported when there is no GPU); their launches are recorded and replayed through Triton's real front end
@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 
-from adaexplore_mcp.judge import frontend
+from adaexplore_mcp.judge.frontend import check as frontend
 from adaexplore_mcp.judge.classify import STAGE_RUN, CandidateFile, classify, describe
 from adaexplore_mcp.memory.seed import read_seed_rules
 from adaexplore_mcp.memory.signature import signature

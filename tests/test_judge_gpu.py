@@ -187,7 +187,7 @@ def test_the_runners_seeding_leaves_the_cuda_states_torch_manual_seed_leaves() -
 
 
 def test_the_replay_is_judged_before_the_timing_and_a_rejected_candidate_is_not_timed(judge: Judge) -> None:
-    """The replay runs beside the last trials (referee_replay.py): its stages come before the timing's, and a
+    """The replay runs beside the last trials (replay/referee_side.py): its stages come before the timing's, and a
     token kernel next to PyTorch is rejected without being timed (no timing, no speedup)."""
     from tests.redteam.conftest import TOKEN_KERNELS
 
@@ -211,7 +211,7 @@ def test_a_kernel_body_that_reaches_python_at_compile_time_is_refused_by_the_rep
     from tests.redteam.conftest import TOKEN_KERNELS
 
     forget = "        import os, shutil; shutil.rmtree(os.environ['TRITON_CACHE_DIR'], ignore_errors=True)\n"
-    payload = ("import adaexplore_mcp.judge.replay as R; R.Run.execute = (lambda run, *a, _e=R.Run.execute: "
+    payload = ("import adaexplore_mcp.judge.replay.run as R; R.Run.execute = (lambda run, *a, _e=R.Run.execute: "
                "_e(run, *a) * 0 + 12345 if run.mode != 'full' else _e(run, *a))")
     extra = TOKEN_KERNELS + f'''
 

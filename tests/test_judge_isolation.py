@@ -99,7 +99,7 @@ def test_worker_stdout_never_reaches_the_server_stdout(tmp_path) -> None:
 # slow: three evaluations and a new worker, 11 s on two busy cores: pool upkeep, not isolation
 @pytest.mark.slow
 def test_a_worker_is_recycled_after_its_quota_of_evaluations(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:
-    from adaexplore_mcp.judge import pool
+    from adaexplore_mcp.judge.processes import pool
 
     monkeypatch.setattr(pool, "RECYCLE_AFTER", 2)
     pids = []
@@ -183,7 +183,7 @@ def test_evaluating_after_close_raises_a_clear_error(tmp_path) -> None:
 def test_a_killed_worker_takes_its_runners_logs_with_it(tmp_path: Path) -> None:
     """A worker killed mid-call never runs its runners' cleanup: their logs (a candidate may fill one to the size
     limit) went with it only when the pool deleted them (red team, round seven). Another worker's stay."""
-    from adaexplore_mcp.judge.pool import Worker, WorkerConfig
+    from adaexplore_mcp.judge.processes.pool import Worker, WorkerConfig
 
     logs = tmp_path / "logs"
     logs.mkdir()

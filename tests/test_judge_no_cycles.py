@@ -48,8 +48,8 @@ def test_the_replays_runs_leave_no_tensor_in_a_reference_cycle(tmp_path: Path, m
     4.39x measured as 1.57x beside them (bench/results/2026-12-07-h2)."""
     import torch
 
-    from adaexplore_mcp.judge.replay import Run, build_kernels
-    from adaexplore_mcp.judge.work_flow import WorkFlow
+    from adaexplore_mcp.judge.replay.run import Run, build_kernels
+    from adaexplore_mcp.judge.replay.flow import WorkFlow
     from tests.test_work_replay import SOURCE, load, record
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")

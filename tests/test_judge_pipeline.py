@@ -1,6 +1,6 @@
 """The shape of the judge: one ordered list of checks (judge/checks/pipeline.py), the referee's answer typed with its
 control flags apart (judge/result.py), runners that answer only their role's requests, and releases that ride on
-the next request (judge/runners.py). No runner process here: the parts alone."""
+the next request (judge/processes/runners.py). No runner process here: the parts alone."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from adaexplore_mcp.judge.runner import Runner, role_for
 from adaexplore_mcp.judge.runner_candidate import CandidateRunner
 from adaexplore_mcp.judge.runner_reference import ReferenceRunner
 from adaexplore_mcp.judge.runner_replay import ReplayRunner
-from adaexplore_mcp.judge.runners import merged_release, with_release
+from adaexplore_mcp.judge.processes.runners import merged_release, with_release
 from adaexplore_mcp.models import Verdict
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore_mcp.judge import seccomp
+from adaexplore_mcp.judge.sandbox import seccomp
 from adaexplore_mcp.judge.referee import HOST_PRIVATE_DIRS, Referee, sandbox_policy
 from tests.bpf_sim import run_bpf
 
@@ -122,7 +122,7 @@ def test_a_runner_that_dies_while_its_watchdog_dumps_its_stacks_timed_out(tmp_pa
     dead after the dump began and near its deadline, it timed out; dead earlier, or without a dump, it crashed."""
     from multiprocessing import Pipe
 
-    from adaexplore_mcp.judge.runners import WATCHDOG_MARK, RunnerGone, RunnerHandle
+    from adaexplore_mcp.judge.processes.runners import WATCHDOG_MARK, RunnerGone, RunnerHandle
 
     def died(log: str, seconds_left: float) -> str:
         handle = object.__new__(RunnerHandle)

@@ -19,7 +19,7 @@ import pytest
 
 from adaexplore_mcp.config import Settings
 from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.judge.pool import WorkerStartError
+from adaexplore_mcp.judge.processes.pool import WorkerStartError
 from adaexplore_mcp.models import Verdict
 from tests.test_judge_cases import GOOD, candidate, cpu_settings, task
 from tests.test_judge_scheduling import pid_recording
@@ -144,7 +144,7 @@ def test_the_local_pool_never_imports_ray_and_the_ray_pool_without_ray_says_how_
             "from pathlib import Path\n"
             "from adaexplore_mcp.config import Settings\n"
             "from adaexplore_mcp.judge import Judge\n"
-            "from adaexplore_mcp.judge.pool import WorkerStartError\n"
+            "from adaexplore_mcp.judge.processes.pool import WorkerStartError\n"
             f"Judge(Settings(home=Path({str(tmp_path)!r}), device='cpu')).close()\n"
             "assert 'ray' not in sys.modules, 'the local pool imported ray'\n"
             "sys.modules['ray'] = None  # as if ray were not installed\n"

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from adaexplore_mcp.judge import sandbox_cgroup, sandbox_mounts
-from adaexplore_mcp.judge.sandbox import SandboxPolicy, SandboxReport, enter
-from adaexplore_mcp.judge.sandbox_mounts import DEVICE_NODES
-from adaexplore_mcp.judge.sandbox_probe import capabilities
+from adaexplore_mcp.judge.sandbox import cgroup as sandbox_cgroup, mounts as sandbox_mounts
+from adaexplore_mcp.judge.sandbox.core import SandboxPolicy, SandboxReport, enter
+from adaexplore_mcp.judge.sandbox.mounts import DEVICE_NODES
+from adaexplore_mcp.judge.sandbox.probe import capabilities
 from tests.bpf_sim import run_bpf
 
 pytestmark = [
@@ -530,7 +530,7 @@ def test_the_filter_refuses_every_way_to_a_unix_socket_and_the_keyrings() -> Non
 
 
 def test_the_seccomp_program_refuses_the_listed_calls() -> None:
-    from adaexplore_mcp.judge import seccomp
+    from adaexplore_mcp.judge.sandbox import seccomp
 
     arch, nr_socket, other_abi, refused, nr_prctl = seccomp._ARCHES["x86_64"]
     prog = seccomp.program(arch, nr_socket, other_abi, refused, nr_prctl, seccomp._NR_IOCTL["x86_64"],
@@ -561,7 +561,7 @@ def test_the_seccomp_program_refuses_the_listed_calls() -> None:
 
 
 def test_credentials_never_reach_a_runner_whatever_their_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
-    from adaexplore_mcp.judge.runners import runner_env
+    from adaexplore_mcp.judge.processes.runners import runner_env
 
     secrets = ["NVIDIA_API_KEY", "TORCH_HUB_TOKEN", "CUDA_AUTH_TOKEN", "TRITON_Session_Cookie", "PYTORCH_PASSWD",
                "NVIDIA_NGC_APIKEY", "TORCH_secret", "CUDA_CREDENTIALS", "TRITON_AUTHORIZATION",
@@ -600,7 +600,7 @@ def test_a_deferred_filter_reaches_threads_started_before_it() -> None:
     import json
     import threading
 
-    from adaexplore_mcp.judge.sandbox import enter, install_filter
+    from adaexplore_mcp.judge.sandbox.core import enter, install_filter
 
     r, w = os.pipe()
     pid = os.fork()
@@ -640,7 +640,7 @@ def test_a_runner_that_cannot_fork_into_its_pid_namespace_exits_instead_of_runni
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Red team, round eight: out of pids, the sandbox went on after unshare(CLONE_NEWPID) without the fork: the
     candidate saw the host's /proc and could signal its processes, under a summary still saying "namespaces"."""
-    from adaexplore_mcp.judge import sandbox
+    from adaexplore_mcp.judge.sandbox import core as sandbox
 
     if not capabilities(SandboxPolicy()).summary.startswith("namespaces"):
         pytest.skip("no namespaces on this host")

@@ -1,4 +1,4 @@
-"""A runner's control group (judge/sandbox_cgroup.py): where it is made on v1, v2 and hybrid hosts, that its
+"""A runner's control group (judge/sandbox/cgroup.py): where it is made on v1, v2 and hybrid hosts, that its
 limits bind (the pids one binds root, for whom RLIMIT_NPROC does not), that the runner can neither raise them
 nor leave, and that the group goes with the runner. A host without a writable cgroup file system skips the
 tests that need one, naming the reason the sandbox recorded."""
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from adaexplore_mcp.judge import sandbox_cgroup
-from adaexplore_mcp.judge.sandbox import SandboxPolicy
-from adaexplore_mcp.judge.sandbox_cgroup import GROUP, Hierarchy, parse_hierarchies
+from adaexplore_mcp.judge.sandbox import cgroup as sandbox_cgroup
+from adaexplore_mcp.judge.sandbox.core import SandboxPolicy
+from adaexplore_mcp.judge.sandbox.cgroup import GROUP, Hierarchy, parse_hierarchies
 from tests import test_judge_sandbox
 from tests.test_judge_sandbox import Runner, errno_name
 

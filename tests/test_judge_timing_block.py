@@ -19,7 +19,7 @@ import torch
 from adaexplore_mcp.judge import referee_timing, wire
 from adaexplore_mcp.judge.runner_candidate import CandidateRunner
 from adaexplore_mcp.judge.runner_reference import ReferenceRunner
-from adaexplore_mcp.judge.runners import RunnerHandle
+from adaexplore_mcp.judge.processes.runners import RunnerHandle
 
 
 @pytest.fixture(autouse=True)

@@ -304,7 +304,7 @@ def test_a_candidate_that_pads_its_short_blocks_to_even_out_its_pairs_is_still_c
 def test_a_referee_evaluation_is_profiled_only_when_a_profile_directory_is_named(tmp_path, monkeypatch) -> None:
     import pstats
 
-    from adaexplore_mcp.judge import worker
+    from adaexplore_mcp.judge.processes import worker
 
     monkeypatch.delenv("ADAEXPLORE_PROFILE_DIR", raising=False)
     assert worker._profiled(lambda a, b: a + b, 2, 3) == 5
@@ -332,7 +332,8 @@ def test_a_reference_taken_again_mid_evaluation_is_not_judged_idle(tmp_path, mon
     """The idle watch judges a cached reference runner once, when an evaluation first takes it: the profile and
     the probe take it again mid-evaluation, when it is busy with that evaluation's work (on a GPU this dropped
     the reference under its own evaluation)."""
-    from adaexplore_mcp.judge import idle_watch, referee as referee_mod
+    from adaexplore_mcp.judge.processes import idle_watch
+    from adaexplore_mcp.judge import referee as referee_mod
 
     class FakeRunner:
         pid, alive = 4242, True
@@ -384,7 +385,7 @@ def test_a_process_tree_holding_many_sleeping_processes_is_busy_while_idle() -> 
     import sys
     import time
 
-    from adaexplore_mcp.judge import idle_watch
+    from adaexplore_mcp.judge.processes import idle_watch
 
     holder = subprocess.Popen([sys.executable, "-c", (
         "import os, sys, time\n"
@@ -403,8 +404,8 @@ def test_a_process_tree_holding_many_sleeping_processes_is_busy_while_idle() -> 
 
 
 def test_a_runner_that_could_not_fork_into_its_sandbox_says_the_host_is_out_of_processes() -> None:
-    from adaexplore_mcp.judge.runners import describe_status
-    from adaexplore_mcp.judge.sandbox import EXIT_NO_PID_NS
+    from adaexplore_mcp.judge.processes.runners import describe_status
+    from adaexplore_mcp.judge.sandbox.core import EXIT_NO_PID_NS
 
     assert "out of processes" in describe_status(EXIT_NO_PID_NS << 8)  # a wait status: exit code in the high byte
     assert describe_status(3 << 8) == "exited with code 3"

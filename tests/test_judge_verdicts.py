@@ -221,7 +221,7 @@ def test_tracing_ops_tells_round_trips_from_time_inside_the_runners(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """Latency work needs to know whether a request's time is spent in the runner or on the way, which
     modules each request imported (a fresh runner pays for every one), and with "profile" where inside."""
-    from adaexplore_mcp.judge.runners import OP_TRACE_ENV
+    from adaexplore_mcp.judge.processes.runners import OP_TRACE_ENV
 
     monkeypatch.setenv(OP_TRACE_ENV, mode)
     traced = Judge(cpu_settings(tmp_path_factory.mktemp("traced")))

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from adaexplore_mcp.judge import zygote
-from adaexplore_mcp.judge.runners import RunnerGone, Zygote
+from adaexplore_mcp.judge.processes import zygote
+from adaexplore_mcp.judge.processes.runners import RunnerGone, Zygote
 
 
 def test_the_zygote_tries_a_refused_fork_again_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,7 +106,7 @@ def test_an_excerpt_keeps_the_candidates_and_tritons_frames_and_drops_the_server
     dump = "\n".join([
         '890286977e5.py", line 25 in forward',
         '  File "/work/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1789 in _call_impl',
-        '  File "/work/main/adaexplore_mcp/judge/zygote.py", line 351 in <module>',
+        '  File "/work/main/adaexplore_mcp/judge/processes/zygote.py", line 351 in <module>',
         '  File "<frozen runpy>", line 88 in _run_code', "",
         "Extension modules: numpy._core._multiarray_umath, torch._C (total: 2)",
     ])

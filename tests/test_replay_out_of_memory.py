@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from adaexplore_mcp.judge.device_memory import out_of_memory
 from adaexplore_mcp.judge.outcome import Outcome
-from adaexplore_mcp.judge.referee_replay import _replay_failed
+from adaexplore_mcp.judge.replay.referee_side import _replay_failed
 
 
 def test_a_replay_out_of_device_memory_asks_for_a_retry_and_another_failure_does_not():

@@ -1,6 +1,6 @@
-"""The work policy (judge/work_policy.py) on the data flow of a replayed run (judge/work_flow.py), in-process.
+"""The work policy (judge/work_policy.py) on the data flow of a replayed run (judge/replay/flow.py), in-process.
 
-A call is recorded (work_trace.py) and replayed with its data flow followed, as the replay's process does; each
+A call is recorded (replay/record.py) and replayed with its data flow followed, as the replay's process does; each
 case shows one side of the rule: what PyTorch may do around the candidate's kernels, and what is library fallback
 or laundering. The judge's own verdicts on such candidates are in tests/test_shortcut_families.py and the red team.
 """
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import work_policy
-from adaexplore_mcp.judge.replay import Run, build_kernels
-from adaexplore_mcp.judge.work_flow import WorkFlow
+from adaexplore_mcp.judge.replay.run import Run, build_kernels
+from adaexplore_mcp.judge.replay.flow import WorkFlow
 from tests.test_work_replay import load, record
 
 KERNELS = textwrap.dedent('''

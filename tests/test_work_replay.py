@@ -1,4 +1,4 @@
-"""Recording a forward call (work_trace.py) and replaying it from the source alone (replay.py), in-process.
+"""Recording a forward call (replay/record.py) and replaying it from the source alone (replay/run.py), in-process.
 
 The judge does both in separate sandboxed processes (tests/redteam/test_token_kernel.py drives that path);
 here the two halves run side by side under the CPU interpreter so each rule shows on its own.
@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import launches
-from adaexplore_mcp.judge.replay import ReplayError, Run, build_kernels
-from adaexplore_mcp.judge.replay_kernels import _jit_options
-from adaexplore_mcp.judge.work_trace import WorkTrace
+from adaexplore_mcp.judge.replay.run import ReplayError, Run, build_kernels
+from adaexplore_mcp.judge.replay.kernels import _jit_options
+from adaexplore_mcp.judge.replay.record import WorkTrace
 from adaexplore_mcp.tasks.format import import_file
 
 SOURCE = textwrap.dedent('''
@@ -254,7 +254,8 @@ def test_a_capture_keeps_what_each_launch_changed_and_the_substitution_puts_it_b
 
 def test_a_capture_that_outgrows_its_budget_is_refused_not_replaced_by_a_weaker_check(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from adaexplore_mcp.judge import replay, wire
+    from adaexplore_mcp.judge.replay import run as replay
+    from adaexplore_mcp.judge import wire
 
     module = load(tmp_path, ROWS)
     x, other = torch.randn(8, 16), torch.randn(8, 16)
@@ -309,7 +310,7 @@ def test_a_kernel_default_computed_from_number_literals_is_replayable_and_nothin
     """Red team, round eight: `BLOCK: tl.constexpr = 2 * 64` in an honest kernel was refused."""
     import ast
 
-    from adaexplore_mcp.judge.replay_kernels import ReplayError, _check_signature
+    from adaexplore_mcp.judge.replay.kernels import ReplayError, _check_signature
 
     for ok in ("def k(x, BLOCK: tl.constexpr = 2 * 64): pass", "def k(x, n=-(3 + 4) // 2): pass"):
         _check_signature(ast.parse(ok).body[0])  # type: ignore[arg-type]

@@ -5,6 +5,6 @@ environment before torch and triton load.
 """
 
 from .api import Judge
-from .pool import WorkerStartError
+from .processes import WorkerStartError
 
 __all__ = ["Judge", "WorkerStartError"]

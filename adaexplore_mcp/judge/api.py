@@ -23,9 +23,9 @@ from ..config import Settings
 from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
 from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
-from .pool import CallResult, Pool, WorkerConfig
+from .processes import CallResult, Pool, WorkerConfig
 from .result import Control, Gone
-from .runners import describe_status, with_limits
+from .processes import describe_status, with_limits
 from .. import pyparse
 
 Progress = Callable[[float, str], None]
@@ -63,8 +63,8 @@ class Judge:
         self.settings = settings
         log_dir = str(settings.home / "logs")
         self._pool: Any
-        if settings.ray_address:  # judge actors on a Ray cluster (ray_pool.py); ray is imported only then
-            from .ray_pool import RayPool
+        if settings.ray_address:  # judge actors on a Ray cluster (cluster/pool.py); ray is imported only then
+            from .cluster import RayPool
 
             self._pool = RayPool(settings, str(settings.home), log_dir)
             self._backend: Backend = "cuda" if self._pool.backend == "cuda" else "cpu-interpreter"

@@ -1,5 +1,5 @@
 """What the replay's work checks count as the same values and as a constant. Pure functions of tensors, shared by
-the data flow (work_flow.py) and the replay's capture of a launch's writes (replay.py)."""
+the data flow (replay/flow.py) and the replay's capture of a launch's writes (replay/run.py)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 Why: Triton's code generator evaluates parts of a kernel's body in Python while it compiles: attribute chains
 (`tl.core.builtins`), calls of whatever they reach (a builtin's arguments are unwrapped and it is called:
-`tl.core.builtins.exec("...")` runs), subscripts of Python containers. On a GPU the replay (replay.py)
+`tl.core.builtins.exec("...")` runs), subscripts of Python containers. On a GPU the replay (replay/run.py)
 compiles the candidate's kernels in the process whose runs decide whether its kernels do the work, and whose
 compiled launchers later replays reuse (referee.keep_launchers): a kernel body that reached `exec` there
 would forge those runs. Installed in the replay's process before anything of the
-candidate's is compiled, and in the CPU front-end check (frontend_session.py), so a candidate learns at the
+candidate's is compiled, and in the CPU front-end check (frontend/compile.py), so a candidate learns at the
 kernel's line, in its own runner, what the replay would refuse.
 
 What a compile may reach (each value a node evaluates to is checked, and the contents of Python containers):

@@ -29,9 +29,9 @@ from .checks.trial_plan import draw_plan
 from .classify import static_error
 from .outcome import Outcome, fresh_seed
 from .referee import Reference, Referee, ReferenceFailure, oom_summary
-from .referee_replay import PendingReplay
+from .replay import PendingReplay
 from .result import Gone, RefereeResult
-from .runners import OP_TRACE_ENV, RunnerGone, RunnerHandle
+from .processes import OP_TRACE_ENV, RunnerGone, RunnerHandle
 
 __all__ = ["Evaluation", "Outcome", "evaluate", "fresh_seed"]
 

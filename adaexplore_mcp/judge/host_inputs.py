@@ -1,7 +1,7 @@
 """A task's inputs that are not tensors (a scale drawn by `get_inputs()`, a dimension): the replay's inputs
 keep the replayed trial's.
 
-The replay (replay.py) runs the call's record on new inputs: new tensors, but every value the candidate's code
+The replay (replay/run.py) runs the call's record on new inputs: new tensors, but every value the candidate's code
 took from a Python number is in the record as it was (a kernel argument `alpha`, or `alpha * 2`: no value can
 be followed through Python arithmetic). When `get_inputs()` draws such a number at random, new inputs with a
 new number made an honest kernel compute the "wrong" result. So the reference draws

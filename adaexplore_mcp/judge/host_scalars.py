@@ -4,7 +4,7 @@ replay from its own inputs.
 The most common way generated kernels chain a reduction into an elementwise pass is `s = x.sum().item()`,
 then a launch with `s / n` among its arguments. The replay runs the recorded program on new inputs, where
 `.item()` returns another number; a launch argument recorded as a number would keep the trial's, and the call
-was refused as not replayable. While a call is recorded (work_trace.py), `Tensor.item()` returns a float that
+was refused as not replayable. While a call is recorded (replay/record.py), `Tensor.item()` returns a float that
 carries how it was made (`HostScalar`: the host read it came from, and the arithmetic done on it in Python:
 +, -, *, /, **, negation, abs); a launch argument that is one is recorded as that expression, and the replay
 evaluates it with the values its own run read back (`evaluate`). What leaves the arithmetic above (`math.sqrt`,

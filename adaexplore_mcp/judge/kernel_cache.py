@@ -5,7 +5,7 @@ it writes reaches the host's disk). After the trials the referee asks for that d
 keeps them under `<root>/<key>/`, the key being the hash of the source that produced them; a later
 runner of the *same* source gets them back before it imports anything, so re-evaluating a kernel does
 not compile it again. A hostile candidate can only poison its own future runs, which behave as it
-chooses anyway; the replay of its call (replay.py), which must not run anything it made, gets only its device
+chooses anyway; the replay of its call (replay/run.py), which must not run anything it made, gets only its device
 code and metadata (`is_native`: launchers are host code). Sizes are bounded per source and in total, and
 so is the number of sources (least recently used sources go first). Sizes are charged as the disk pays
 them, in whole blocks per file and per folder: 512 empty files in 512 folders cost 4 MiB, not 0.

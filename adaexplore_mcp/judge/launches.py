@@ -146,7 +146,7 @@ def install() -> None:
 def begin(module_name: str, recorder: Any = None, after: Any = None) -> None:
     """Start recording launches of kernels defined in `module_name`; `recorder(kernel, args, kwargs)` sees
     each launch before it runs (and may replace `kwargs["grid"]`), `after(kernel, args, kwargs)` once it
-    returned (work_trace.py)."""
+    returned (replay/record.py)."""
     _state.module = module_name
     _state.names = []
     _state.recorder = recorder

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import printable
 from ..models import Verdict
 from .answers import Failure
-from .referee_replay import LAUNCHED_NAMES_KEPT
+from .replay import LAUNCHED_NAMES_KEPT
 from .result import Control, Gone, RefereeResult
 
 

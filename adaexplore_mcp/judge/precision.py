@@ -31,7 +31,7 @@ def _low_triton_dtype(name: str) -> bool:
 
 
 def program_reasons(program: Any, constant_dtypes: tuple[str, ...] = ()) -> list[str]:
-    """What the recorded forward call (work_trace.py) shows of lower precision, whatever the source looks like:
+    """What the recorded forward call (replay/record.py) shows of lower precision, whatever the source looks like:
     a dtype below float32 among its operators' arguments (a cast, an allocation), or among the tensors it used
     that were made before it (`constant_dtypes`, as the referee received them: an fp16 scratch
     buffer made in `__init__` under a dtype name built at run time)."""

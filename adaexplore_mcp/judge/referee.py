@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import idle_watch, kernel_cache, notes, sandbox
+from . import kernel_cache, notes, sandbox
 from .kernel_cache import KernelCache
 from .reference_timings import ReferenceTimings
-from .runners import RunnerGone, RunnerHandle, Zygote, runner_env
+from .processes import RunnerGone, RunnerHandle, Zygote, idle_watch, runner_env
 
-SPARES = 2  # one for the next candidate, one for its replay (referee_replay.py)
+SPARES = 2  # one for the next candidate, one for its replay (replay/referee_side.py)
 CPU_REFERENCE_CACHE = 4
 SETTLE_S = 30.0  # the evaluation's own deadline may have passed: the last release gets time of its own
 
@@ -59,7 +59,7 @@ class Referee:
         env = runner_env({})  # the zygote points each runner's kernel caches into its own scratch space
         # torch.compile of a reference compiles in its own process: Inductor's pool of compile workers would keep
         # importing torch in children of the cached reference after its evaluation, which the idle watch
-        # (idle_watch.py) cannot tell from work a hostile reference leaves running
+        # (processes/idle_watch.py) cannot tell from work a hostile reference leaves running
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         self.kernels = KernelCache(cache_dir / "kernels")
         self.trusted_kernels: list[tuple[str, bytes]] = []
@@ -106,7 +106,7 @@ class Referee:
         return runner
 
     def replay_runner(self) -> RunnerHandle:
-        """A spare for a replay (referee_replay.py), taken without waiting for it to be ready: the replay's
+        """A spare for a replay (replay/referee_side.py), taken without waiting for it to be ready: the replay's
         requests are sent at once and read when it is. Not replaced until `top_up` at the evaluation's end: a
         spare forked now would be creating its CUDA context while the candidate is timed."""
         return self._take_spare()
@@ -177,7 +177,7 @@ class Referee:
         """Keep the launchers (host code Triton compiles per kernel signature) a replay's runner built, for later
         replays: it ran no candidate code on the host (on a GPU a kernel's body is compiled, never run as Python,
         and its compile is kept inside Triton's language: compile_guard.py; what a program may name is limited:
-        replay_kernels.py), so what it compiled can be trusted. Only shared libraries (what Triton compiles):
+        replay/kernels.py), so what it compiled can be trusted. Only shared libraries (what Triton compiles):
         a `.py` there is no launcher. A cache only loses speed: failures are ignored."""
         if self.device != "cuda":
             return
@@ -347,7 +347,7 @@ def oom_summary(exc: BaseException) -> str:
 
 
 def _gone_text(what: str, exc: RunnerGone) -> str:
-    from .runners import describe_status
+    from .processes import describe_status
 
     if exc.kind == "timeout":
         return f"{what} did not finish within the time limit"
@@ -401,7 +401,7 @@ def sandbox_policy(mode: str, home: Path, cache_dir: Path, device: str) -> sandb
 
 
 def runner_memory_limit() -> int | None:
-    """Host memory one runner may use (its group's limit, sandbox_cgroup.py): ADAEXPLORE_RUNNER_MEMORY_MB, else
+    """Host memory one runner may use (its group's limit, sandbox/cgroup.py): ADAEXPLORE_RUNNER_MEMORY_MB, else
     half of the machine's. Enough for any task's inputs on the CPU side, and a runner that takes more is killed
     before the judge's processes suffer (the red team's 18 GB on a 24 GB machine)."""
     asked = _env_positive("ADAEXPLORE_RUNNER_MEMORY_MB")

@@ -17,7 +17,7 @@ from . import wire
 from .evaluation import fresh_seed
 from .profile_digest import digest, full_table, parse_events
 from .referee import Referee, ReferenceFailure
-from .runners import RunnerGone
+from .processes import RunnerGone
 from .timing import gpu_lock
 
 MAX_RUNS = 20

@@ -30,8 +30,8 @@ from .classify import CandidateFile, classify, escaped
 from .device_memory import KEEP_CACHED_BYTES, give_back, out_of_memory
 from .kernel_cache import kernel_cache_dir, read_tree
 from .op_trace import OpTrace
-from .runners import WATCHDOG_LEAD_S
-from .stuck_watch import StuckWatch
+from .processes import WATCHDOG_LEAD_S
+from .processes import StuckWatch
 from .user_signals import own_handlers, quiet
 
 MAX_FROM_REFEREE = 1 << 34  # the referee is trusted; the bound only stops a corrupt stream
@@ -51,10 +51,10 @@ class Runner:
         self.module: Any = None
         self.file: CandidateFile | None = None
         self.kept: dict[str, Any] = {}
-        self.work_trace: Any = None  # a candidate's last recorded trial (work_trace.py), dropped by the last release
+        self.work_trace: Any = None  # a candidate's last recorded trial (replay/record.py), dropped by the last release
         precision.watch_switches()  # before anything untrusted is imported
         if device == "cpu":  # the interpreter's launch path hooked, a clean triton.language kept: before any user code
-            from .frontend_record import install
+            from .frontend import install
 
             install()
         self.handlers = own_handlers()  # put back after each call into user code (`calm`)

@@ -1,6 +1,6 @@
 """A candidate's runner: it imports exactly one candidate, builds its ModelNew, runs the trials' calls on the
-inputs the referee lends it (each recorded for the replay: work_trace.py), and is killed after the evaluation.
-On the CPU every call's launches also go through the GPU compiler's front end (frontend.py): the interpreter
+inputs the referee lends it (each recorded for the replay: replay/record.py), and is killed after the evaluation.
+On the CPU every call's launches also go through the GPU compiler's front end (frontend/check.py): the interpreter
 accepts what a GPU compiler rejects."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .classify import STAGE_IMPORT, STAGE_RUN
 from .compare import aliased_output, refuse_shared, unsendable_reason
 from .runner_model import ModelRunner
 from .user_signals import calm
-from .work_trace import ProgramOps, WorkTrace
+from .replay import ProgramOps, WorkTrace
 
 
 class CandidateRunner(ProgramOps, ModelRunner):
@@ -29,7 +29,7 @@ class CandidateRunner(ProgramOps, ModelRunner):
 
     def __init__(self, conn: Connection, device: str, tmp: Path) -> None:
         super().__init__(conn, device, tmp)
-        self.work_trace: WorkTrace | None = None  # the last recorded trial (work_trace.py), for `program`
+        self.work_trace: WorkTrace | None = None  # the last recorded trial (replay/record.py), for `program`
         self.frontend: Any = None
         if device == "cpu":  # the interpreter accepts what a GPU compiler rejects: compile for a GPU too
             from .frontend import Frontend
@@ -107,7 +107,7 @@ class CandidateRunner(ProgramOps, ModelRunner):
         return {"results": results}
 
     def _forward_one(self, inputs: list[Any], record: bool) -> tuple[Any, dict[str, Any]]:
-        """One call; with `record`, every trial alike, it is recorded for the replay (work_trace.py)."""
+        """One call; with `record`, every trial alike, it is recorded for the replay (replay/record.py)."""
         before = precision.snapshot()
         recorder = self.frontend.recorder() if self.frontend is not None else None
         trace = WorkTrace(inputs) if record else None

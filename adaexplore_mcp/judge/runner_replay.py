@@ -1,4 +1,4 @@
-"""A replay's runner: one candidate's recorded call, run from the kernels rebuilt out of its source (replay.py),
+"""A replay's runner: one candidate's recorded call, run from the kernels rebuilt out of its source (replay/run.py),
 never importing the candidate. Forked as a spare like a candidate's, killed after the evaluation."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which tensors an ATen operator or a Triton launch is given, reads and writes: what the replay's data flow
-(work_flow.py) and its capture of a launch's writes (replay.py) follow."""
+(replay/flow.py) and its capture of a launch's writes (replay/run.py) follow."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """A 64-bit digest of a tensor's bytes, computed where the tensor lives (no copy to the host).
 
-The replay's exact-copy check (work_flow.py) remembers every value PyTorch made in a call by its digest, so that an
+The replay's exact-copy check (replay/flow.py) remembers every value PyTorch made in a call by its digest, so that an
 output can be recognised as one of them without keeping the values themselves (a large task's would not fit twice);
-the replay also digests what it lends each run (replay_inputs.py). Equal bytes always give equal digests. Each 8-byte
+the replay also digests what it lends each run (replay/inputs.py). Equal bytes always give equal digests. Each 8-byte
 word is first mixed (splitmix64's finalizer: a change in any bit, the sign bit of a float above all, reaches the low
 bits), then summed with random odd weights modulo 2**64, in two levels: the words of a row, then the rows (odd
 factors). Without the mixing, flipping the signs of a float64 matrix gave the same digest. A collision could only

@@ -2,7 +2,7 @@
 
 A handler a candidate (or a task's reference) installs, with a timer it arms, would raise its error inside the
 judge's code in the runner; the runner puts its own handlers back after each call into user code (`calm`), and
-what still escapes into its code is the user's error (`classify.escaped`). faulthandler's C handlers (zygote.py)
+what still escapes into its code is the user's error (`classify.escaped`). faulthandler's C handlers (processes/zygote.py)
 are left alone: `signal.signal` could not put them back.
 """
 

@@ -3,7 +3,7 @@
 A kernel benchmark measures the candidate's Triton kernels, so the work of `forward` must be theirs. PyTorch may
 prepare and arrange data for them (the families below, each with its reason), and compute glue too small to be the
 task's work. Any other ATen operator whose results reach an output is library fallback: PyTorch did the work.
-The replay (replay.py) follows the data of the recorded call (work_flow.py) and judges each output here:
+The replay (replay/run.py) follows the data of the recorded call (replay/flow.py) and judges each output here:
 
 - `library_fallback`: an operator outside the table wrote data that reaches the output, and such operators'
   results reaching it hold more than 1/GLUE_SHARE of its elements; the largest is named;

@@ -591,7 +591,7 @@ class ModelNew(nn.Module):
 '''
 
 # Autotuned, the common ways: a module-level configs list and a key, a heuristic, and a @triton.jit helper
-# the kernel calls. The replay (judge/replay.py) drops the decorators and launches the config the trial chose.
+# the kernel calls. The replay (judge/replay/run.py) drops the decorators and launches the config the trial chose.
 AUTOTUNED_AFFINE = HEADER + '''
 CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)]
 

@@ -1,4 +1,4 @@
-"""Forging the record the replay runs (work_trace.py -> referee_replay.py).
+"""Forging the record the replay runs (replay/record.py -> replay/referee_side.py).
 
 The candidate's process reports the program of its last trial, so a candidate can replace it with anything:
 junk, operators outside ATen, modules its kernels do not read, slots that do not exist, or a program that

@@ -3,7 +3,7 @@
 `precision.below_fp32` is what tells a user a speedup came from lower precision. Found by a red team (third
 round): the source check only knew `torch.`/`tl.`/`triton.` spelled out, so an alias, a tensor type or an
 imported dtype name passed unflagged. The source check now knows the names under any module, and the
-recorded call (work_trace.py) is read too: a cast or an allocation below float32, whatever the source
+recorded call (replay/record.py) is read too: a cast or an allocation below float32, whatever the source
 says. Expected: passed (the values are within tolerance), flagged, canary clean.
 """
 

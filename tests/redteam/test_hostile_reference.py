@@ -219,7 +219,7 @@ SPINNERS = {
 def test_a_reference_that_leaves_a_thread_running_is_replaced_and_said_so(fresh_judge: Judge, how: str) -> None:
     """Found by a red team: a thread started at import kept a core busy in the cached reference runner between
     evaluations (on a GPU it could run device work while another task's candidate is timed). The referee reads
-    the runner's CPU time from the host's /proc (judge/idle_watch.py) and replaces a runner that worked while
+    the runner's CPU time from the host's /proc (judge/processes/idle_watch.py) and replaces a runner that worked while
     idle, with a warning on the evaluation that found it."""
     hostile = task(at_import(SPINNERS[how]), name="spinner")
     first = fresh_judge.evaluate(hostile, GOOD)

@@ -277,7 +277,7 @@ def test_a_launch_that_raises_and_is_caught_leaves_the_recorder_outside_the_laun
     import torch
 
     from adaexplore_mcp.judge import launches
-    from adaexplore_mcp.judge.work_trace import WorkTrace
+    from adaexplore_mcp.judge.replay.record import WorkTrace
     from tests.test_judge_cases import GOOD
     from tests.test_work_replay import load
 

@@ -4,7 +4,7 @@ Each candidate below launches a kernel of its own whose output the result depend
 the launches" check of the replay would not catch it:
 
 - a gate: the kernel writes a constant (zero) that PyTorch adds to the result it computed; skipping the
-  kernel leaves NaN there, so the output "depends" on it. The replay's substituted run (replay.py) gives
+  kernel leaves NaN there, so the output "depends" on it. The replay's substituted run (replay/run.py) gives
   every launch what it wrote for other inputs: a constant stays right, so the work is not the kernels';
 - laundered copies: a PyTorch result moved into the output by a copy kernel in two hops, after a token launch
   marks it as "seen", before a launch that touches the output without writing it, between two ranges of one

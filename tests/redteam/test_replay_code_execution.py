@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 import triton
 
-from adaexplore_mcp.judge import Judge, compile_guard, frontend
-from adaexplore_mcp.judge.replay import ReplayError, Run
-from adaexplore_mcp.judge.replay_kernels import _op
-from adaexplore_mcp.judge.replay_kernels import language_object
+from adaexplore_mcp.judge import Judge, compile_guard
+from adaexplore_mcp.judge.frontend import check as frontend
+from adaexplore_mcp.judge.replay.run import ReplayError, Run
+from adaexplore_mcp.judge.replay.kernels import _op
+from adaexplore_mcp.judge.replay.kernels import language_object
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import forging, judged, summary
 from tests.test_judge_cases import HEADER
@@ -107,7 +108,7 @@ def test_a_launch_option_is_a_number() -> None:
 
 def test_the_forged_pickle_program_no_longer_passes(judge: Judge) -> None:
     source = HEADER + '''
-PICKLE = "c__builtin__\\neval\\np0\\n(Vexec('import adaexplore_mcp.judge.replay as R; R.Run.execute = lambda *a: 0', {}) or 1\\np1\\ntp2\\nRp3\\n."
+PICKLE = "c__builtin__\\neval\\np0\\n(Vexec('import adaexplore_mcp.judge.replay.run as R; R.Run.execute = lambda *a: 0', {}) or 1\\np1\\ntp2\\nRp3\\n."
 
 
 @triton.jit

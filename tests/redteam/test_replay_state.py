@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.judge.replay import Run
-from adaexplore_mcp.judge.replay_inputs import LentInputs
-from adaexplore_mcp.judge.replay_kernels import ReplayError, _op
+from adaexplore_mcp.judge.replay.run import Run
+from adaexplore_mcp.judge.replay.inputs import LentInputs
+from adaexplore_mcp.judge.replay.kernels import ReplayError, _op
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import forging, judged, summary
 from tests.test_judge_cases import HEADER
@@ -124,7 +124,7 @@ def test_memory_no_operator_wrote_is_filled_whoever_allocates_it(tmp_path) -> No
     deterministic mode), and refuses `set_`, which grew a storage into such memory unfilled."""
     from pathlib import Path
 
-    from adaexplore_mcp.judge.replay import ReplayOps
+    from adaexplore_mcp.judge.replay.run import ReplayOps
 
     class Replayer(ReplayOps):
         def __init__(self) -> None:
@@ -153,7 +153,7 @@ def test_memory_no_operator_wrote_is_filled_whoever_allocates_it(tmp_path) -> No
 def test_a_quantized_or_sparse_tensor_is_refused_before_anything_reads_it() -> None:
     """Round 19: a quantized factory's memory is not filled (a counter of runs lived in it, read through an
     alias as bytes), and reading its bytes crashed the replay. The replay runs dense tensors only."""
-    from adaexplore_mcp.judge.work_flow import WorkFlow
+    from adaexplore_mcp.judge.replay.flow import WorkFlow
 
     quantized = program([{"op": "aten::_empty_affine_quantized", "args": {"l": [[1024]]},
                           "kwargs": {"dtype": {"dtype": "quint8"}, "scale": 1.0, "zero_point": 0},

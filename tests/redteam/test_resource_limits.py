@@ -1,7 +1,7 @@
 """Red team, round ten: a candidate that takes the host's memory or processes, through the judge.
 
 As root (the GPU hosts' judge), RLIMIT_NPROC binds nothing, and with CUDA no address-space limit can be set:
-the runner's control group is what stops both (judge/sandbox_cgroup.py). The limits are lowered here through
+the runner's control group is what stops both (judge/sandbox/cgroup.py). The limits are lowered here through
 the server's settings so that the attacks stay cheap; a host without a writable cgroup file system skips,
 naming why the sandbox could not make the group.
 """
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from adaexplore_mcp.judge import Judge
-from adaexplore_mcp.judge.sandbox import SandboxPolicy
-from adaexplore_mcp.judge.sandbox_probe import capabilities
+from adaexplore_mcp.judge.sandbox.core import SandboxPolicy
+from adaexplore_mcp.judge.sandbox.probe import capabilities
 from adaexplore_mcp.models import Verdict
 from tests.redteam.conftest import assert_readable, canary, evaluate, redteam_settings, scratch_root, summary
 from tests.test_judge_cases import candidate

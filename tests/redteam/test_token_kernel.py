@@ -2,7 +2,7 @@
 
 The judge rejects a candidate whose own kernels launch nothing (`no_triton_kernel`), one whose output
 still matches with its kernels skipped, and one whose kernel only copied a PyTorch result into the output
-(`work_not_in_candidate_kernels`). Both checks run in the replay (referee_replay.py): another process, on
+(`work_not_in_candidate_kernels`). Both checks run in the replay (replay/referee_side.py): another process, on
 new inputs, where the candidate's Python never runs, so a candidate that tries to tell when its kernels
 are skipped (a sentinel kernel, torch's global modes, the launch hook's state) finds nothing to see, and
 one that forges what its process reports still has to compute the result with its own kernels there.

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...config import JudgeLimits
 from ..outcome import Outcome
 from ..referee import Reference, Referee
-from ..runners import RunnerHandle
+from ..processes import RunnerHandle
 from .trial_plan import TrialPlan
 
 if TYPE_CHECKING:
-    from ..referee_replay import PendingReplay
+    from ..replay import PendingReplay
     from .roofline import Timed
 
 Progress = Callable[[float, str], None]

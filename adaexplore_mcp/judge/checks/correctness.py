@@ -15,7 +15,7 @@ from typing import Any
 from .. import wire
 from ..answers import CallAnswer
 from ..compare import ALIASED, compare, mutated_input
-from ..referee_replay import LAUNCHED_NAMES_SEEN
+from ..replay import LAUNCHED_NAMES_SEEN
 from .construction import note_flags
 from .context import Judging
 from .measured_precision import check_measured_precision

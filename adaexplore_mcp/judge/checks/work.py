@@ -9,7 +9,7 @@ here is not timed.
 
 from __future__ import annotations
 
-from ..referee_replay import finish_replay, start_replay
+from ..replay import finish_replay, start_replay
 from .context import Judging
 
 

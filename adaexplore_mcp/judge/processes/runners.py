@@ -22,9 +22,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from . import wire
+from .. import wire
 from .idle_watch import children
-from .sandbox import EXIT_NO_PID_NS, EXIT_ORPHANED
+from ..sandbox import EXIT_NO_PID_NS, EXIT_ORPHANED
 
 LOG_TAIL_BYTES = 6000
 # "1": every result carries `ops_ms`: per runner op, its calls, round-trip ms and ms spent inside the runner;
@@ -100,7 +100,7 @@ class Zygote:
 
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "adaexplore_mcp.judge.zygote", str(theirs.fileno())],
+        self.proc = subprocess.Popen([sys.executable, "-m", "adaexplore_mcp.judge.processes.zygote", str(theirs.fileno())],
                                      pass_fds=[theirs.fileno()], env=_zygote_env(env), cwd="/",
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True)
         theirs.close()

@@ -1,4 +1,4 @@
-"""Rebuild the kernels a recorded forward call launched from the source the referee holds (replay.py runs them).
+"""Rebuild the kernels a recorded forward call launched from the source the referee holds (run.py runs them).
 
 Each top-level `def` the program launched is kept at its own line, decorators dropped (an autotuner's or
 heuristic's choice is already in the recorded launch arguments), its signature checked to evaluate nothing
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from .launches import def_digest
-from .wire import decode_float
+from ..launches import def_digest
+from ..wire import decode_float
 
 _SIGNATURE_NODES = (ast.Constant, ast.Name, ast.Attribute, ast.Load, ast.UnaryOp, ast.USub, ast.Subscript, ast.Tuple)
 
@@ -230,7 +230,7 @@ def _global(desc: Any) -> Any:
 def language_object(module: Any, path: Any) -> Any:
     """`module.path` (a dotted path), when every step stays in Triton's language or math (compile_guard's rule):
     the program names it, and a candidate forged one that reached `pickle.load` through a module Triton imports."""
-    from . import compile_guard
+    from .. import compile_guard
 
     name, parts = str(module), str(path).split(".") if path else []
     if not compile_guard.module_allowed(name) or any(not p.isidentifier() or p.startswith("_") for p in parts):
@@ -303,7 +303,7 @@ def _scalar(v: Any) -> Any:
 
 
 def triton_dtype(name: Any) -> Any:
-    """A Triton dtype passed to a launch (`COMPUTE=tl.float32`, work_trace.py), rebuilt by its name ("fp32")."""
+    """A Triton dtype passed to a launch (`COMPUTE=tl.float32`, record.py), rebuilt by its name ("fp32")."""
     import triton.language as tl
 
     try:

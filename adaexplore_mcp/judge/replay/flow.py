@@ -8,7 +8,7 @@ cannot see it:
   the memory it writes; every operator passes on what flows into the tensors it reads; an allocation starts afresh;
 - a launch of a candidate kernel passes what flows into all its tensor arguments (and into the values read back to
   the host that its scalar arguments are computed from: host_scalars.py) to the memory it changed: in the capture run the storages
-  whose bytes changed, otherwise every argument's but the inputs' (which no run may change: replay_inputs.py);
+  whose bytes changed, otherwise every argument's but the inputs' (which no run may change: inputs.py);
   that memory holds the kernel's work unless an argument over it now equals a value PyTorch made (a copy);
 - a value a compute or layout operator made from memory no kernel changed is remembered by digest
   (tensor_digest.py), with the operator, for the exact-copy check; unless it is an input's or a parameter's value
@@ -26,11 +26,11 @@ from typing import Any
 
 import torch
 
-from .byte_values import canonical, storage_key, trivial
-from .compare import as_tensors, flat_tensors
-from .tensor_args import launch_tensors, read_by, written_by
-from .tensor_digest import tensor_digest
-from .work_policy import COPY_SOURCES, Finding, base_name, fallback, family
+from ..byte_values import canonical, storage_key, trivial
+from ..compare import as_tensors, flat_tensors
+from ..tensor_args import launch_tensors, read_by, written_by
+from ..tensor_digest import tensor_digest
+from ..work_policy import COPY_SOURCES, Finding, base_name, fallback, family
 
 
 @dataclass(frozen=True)

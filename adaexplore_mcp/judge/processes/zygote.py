@@ -10,7 +10,7 @@ and talks to it over one Unix socket: JSON requests, and for each fork the paren
 socket pair passed back as a file descriptor (SCM_RIGHTS). It also reaps its children and reports
 how they ended, so a crash verdict can name the signal.
 
-Run as `python -m adaexplore_mcp.judge.zygote <control-fd>`.
+Run as `python -m adaexplore_mcp.judge.processes.zygote <control-fd>`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import sandbox_cgroup
+from ..sandbox import cgroup as sandbox_cgroup
 
 REAP_WAIT_S = 5.0
 
@@ -46,7 +46,7 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     """In the fresh child: private stdio, sandbox, CUDA, then serve the referee until told to stop."""
     from multiprocessing.connection import Connection
 
-    from . import sandbox, wire
+    from .. import sandbox, wire
 
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -81,7 +81,7 @@ def _child(conn_fd: int, req: dict[str, Any]) -> None:
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     import torch
 
-    from .runner import serve as serve_runner
+    from ..runner import serve as serve_runner
 
     if device == "cuda":
         torch.zeros(1, device="cuda").sum().item()
@@ -322,20 +322,21 @@ def main() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
 
-    from . import classify, launches, precision, replay, runner, sandbox, timing, wire, work_trace  # noqa: F401
-    from ..tasks import format  # noqa: F401
+    from .. import classify, launches, precision, runner, timing, wire
+    from .. import replay, sandbox  # noqa: F401
+    from ...tasks import format  # noqa: F401
 
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from . import frontend
+        from .. import frontend
 
         frontend.install()  # snapshot the clean triton.language before any child runs a kernel
-        from . import interpreter_bench
+        from .. import interpreter_bench
 
         interpreter_bench.install()  # autotuned kernels need a benchmarker, and there is no GPU driver
     else:  # the interpreter and the front-end check never compute Triton's cache key: only GPU runners need it
         _hash_triton_installation()
         _ask_the_host_once()
-    with work_trace.WorkTrace([]):  # a process's first dispatch mode costs 1.3 s (0.2 ms after): paid once, here
+    with replay.WorkTrace([]):  # a process's first dispatch mode costs 1.3 s (0.2 ms after): paid once, here
         torch.zeros(1) + 1
     _import_first_launch_modules()
 

@@ -1,5 +1,5 @@
-"""The resource limits a runner's sandbox sets (sandbox.py): file size, open files, core dumps, address space,
-processes. A module of its own to keep sandbox.py about namespaces and mounts."""
+"""The resource limits a runner's sandbox sets (core.py): file size, open files, core dumps, address space,
+processes. A module of its own to keep core.py about namespaces and mounts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import signal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sandbox import SandboxPolicy
+    from .core import SandboxPolicy
 
 
 def set_rlimits(policy: SandboxPolicy, log: Any, linux: bool) -> None:

@@ -1,4 +1,4 @@
-"""Record what a candidate launches under Triton's CPU interpreter: step 1 of the front-end check (frontend.py).
+"""Record what a candidate launches under Triton's CPU interpreter: step 1 of the front-end check (check.py).
 
 Record (`install`, then `begin`/`end`, or a `Recorder` given to `launches.begin(recorder=...)`, which
 is what `Frontend` does for the runner): during the candidate's forward call we keep, for each launch of
@@ -10,7 +10,7 @@ Triton 3.6 and 3.9, and keeps the arguments *unbound*: binding and specializatio
 Triton itself at check time, so nothing here depends on how a version binds them. A `@triton.jit`
 function called directly from host code (a GPU raises; the interpreter runs it) is recorded too.
 
-`install()` also snapshots the clean triton.language (frontend_session.py), before any candidate runs.
+`install()` also snapshots the clean triton.language (compile.py), before any candidate runs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from .frontend_session import _snapshot_language
+from .compile import _snapshot_language
 
 MAX_RECORDED = 256  # distinct launches kept per forward call (a kernel in a loop: once per argument set)
 _INSTALLED = "_adaexplore_frontend_hook"
@@ -286,7 +286,7 @@ def install() -> None:
     _snapshot_language()
     _wrap_run(InterpretedFunction)
     _wrap_call(InterpretedFunction)
-    from . import compile_guard
+    from .. import compile_guard
 
     compile_guard.install()  # what the GPU replay's compile refuses, the front-end check refuses at its line
 

@@ -1,7 +1,7 @@
-"""Replay a recorded forward call (work_trace.py) in a fresh runner where no candidate Python runs.
+"""Replay a recorded forward call (record.py) in a fresh runner where no candidate Python runs.
 
 The runner is a spare candidate runner that never imports the candidate's module; its kernels are rebuilt
-from the source the referee holds (replay_kernels.py). Then the program runs on inputs the referee lends
+from the source the referee holds (kernels.py). Then the program runs on inputs the referee lends
 (new ones, drawn for this), each run with fresh copies of the call's constants:
 
 - as recorded, on the first set: it must compute the reference's output (the referee compares). A value the
@@ -17,7 +17,7 @@ from the source the referee holds (replay_kernels.py). Then the program runs on 
 
 Memory the program allocated with `torch.empty*` is filled with NaN (floats) or the largest value (integers)
 in every run, so a skipped kernel cannot leave a plausible result behind and a kernel that reads memory it
-never wrote shows. The work policy (work_policy.py) is checked on the data flow (work_flow.py) of the capture run
+never wrote shows. The work policy (work_policy.py) is checked on the data flow (flow.py) of the capture run
 (which knows what each launch changed), or of the run as recorded when there is none, here, where the candidate
 cannot see it.
 
@@ -33,16 +33,16 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .compare import MAX_NESTING as MAX_INPUT_NESTING
-from .byte_values import storage_bytes, storage_key
-from .device_memory import out_of_memory
-from .host_scalars import evaluate, host_reads
-from .replay_inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
-from .replay_kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
-from .seeding import manual_seed
-from .tensor_args import launch_tensors
-from .wire import span_bytes
-from .work_flow import WorkFlow
+from ..compare import MAX_NESTING as MAX_INPUT_NESTING
+from ..byte_values import storage_bytes, storage_key
+from ..device_memory import out_of_memory
+from ..host_scalars import evaluate, host_reads
+from .inputs import EMPTY_OPS, RESIZE_OPS, LentInputs, fill_unwritten, plain
+from .kernels import ReplayError, _op, _scalar, _torch_attr, build_kernels, descriptor, option_value, triton_dtype
+from ..seeding import manual_seed
+from ..tensor_args import launch_tensors
+from ..wire import span_bytes
+from .flow import WorkFlow
 
 # ================================================================================================ running
 
@@ -71,7 +71,7 @@ class Run:
       inputs (`captured`), so the candidate's kernels contribute what they computed for other inputs;
     - `skip`: no launch runs and nothing is written in their place.
 
-    With `flow`, the run's data flow is followed for the work policy (work_flow.py)."""
+    With `flow`, the run's data flow is followed for the work policy (flow.py)."""
 
     def __init__(self, program: dict, kernels: dict[str, Any], device: str, mode: str = "full",
                  flow: WorkFlow | None = None, captured: dict[int, list[_Writes]] | None = None) -> None:
@@ -296,8 +296,8 @@ class ReplayOps:
 
     def op_replay_prepare(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """Kernel files from earlier runs of this source, then the kernels rebuilt from the source."""
-        from . import compile_guard
-        from .kernel_cache import take_kernel_files
+        from .. import compile_guard
+        from ..kernel_cache import take_kernel_files
 
         compile_guard.install()  # before any kernel of the candidate's is compiled here: its body stays Triton's
         # Memory no operator wrote is filled (NaN, or the largest integer) whoever allocates it: `prims::empty_strided`,
@@ -326,7 +326,7 @@ class ReplayOps:
         With a second input set: a capture run on it (its output, and what each launch wrote), then the
         substituted run and the run as recorded on the first set. Without: the skipped run, then the run as
         recorded. Every run gets fresh copies of the constants (a program must not carry state between them)."""
-        from . import wire
+        from .. import wire
 
         program, kernels = self.kept.get("replay_program"), self.kept.get("replay_kernels")
         if program is None or kernels is None:
@@ -361,7 +361,7 @@ class ReplayOps:
         except ReplayError as exc:
             return {"replay_error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the candidate's kernels, on other inputs
-            from .compile_guard import cause
+            from ..compile_guard import cause
 
             refused = cause(exc)
             if refused is not None:

@@ -4,7 +4,7 @@ Why: every check made inside the candidate's process can be recognised there. A 
 once with its Triton launches skipped can notice (a sentinel kernel that sets a flag, torch's global
 modes, the launch hook's own state) and return garbage on purpose, so its output seems to depend on its
 kernels while PyTorch does the work in every other call. So nothing is skipped in the candidate's process
-any more: every trial forward is recorded the same way, and the last one is replayed by `replay.py` in a
+any more: every trial forward is recorded the same way, and the last one is replayed by `run.py` in a
 fresh sandboxed process where no candidate Python runs (only its kernels, rebuilt from the source the
 referee holds), on inputs the candidate never saw, once as recorded and once with its launches skipped.
 There the program is frozen: no `if` of the candidate's can see what the judge does.
@@ -35,11 +35,11 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import launches
-from .compare import MAX_NESTING as MAX_INPUT_NESTING, flat_tensors
-from .host_scalars import HostScalar
-from .launches import kernel_name, kernel_names, kernel_source, source_digest
-from .wire import encode_float
+from .. import launches
+from ..compare import MAX_NESTING as MAX_INPUT_NESTING, flat_tensors
+from ..host_scalars import HostScalar
+from ..launches import kernel_name, kernel_names, kernel_source, source_digest
+from ..wire import encode_float
 
 _LAUNCHES_FILE = launches.__file__
 MAX_STEPS = 10000  # a forward call with more recorded operators and launches is not replayed
@@ -336,7 +336,7 @@ class ProgramOps:
 
     def op_program(self, req: dict, bufs: list[bytes], out: list) -> dict[str, Any]:
         """The last recorded trial as a program, its constants as tensors (kept until `release`)."""
-        from . import wire
+        from .. import wire
 
         trace = self.work_trace
         if trace is None:

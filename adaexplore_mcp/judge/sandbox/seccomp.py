@@ -62,7 +62,7 @@ def program(arch: int, nr_socket: int, other_abi: int, refused: tuple[int, ...] 
 
     Refused by first argument: socket(AF_UNIX, ...), and prctl(PR_SET_PDEATHSIG, ...) when `nr_prctl` is given:
     pid 1 of a runner's namespace dies with the relay that forked it only while its death signal stays armed
-    (sandbox.py); a candidate that disarmed it outlived its evaluation and the judge.
+    (core.py); a candidate that disarmed it outlived its evaluation and the judge.
     Refused by second argument, when `nr_ioctl` is given: the loop devices' ioctls (0x4C00-0x4CFF, old-style
     numbers no other driver uses). A runner as root opens the host's /dev/loop-control: a candidate attached a
     file to a free loop device, which the next candidate read and which outlived the judge.

@@ -12,7 +12,7 @@ The threat is a hostile candidate; why each mechanism is there:
   status (a signal death as the same signal); pid 1 has PDEATHSIG on the relay, so killing the pid the
   parent knows kills everything. Where that fork fails (no pid to spare), the runner exits: never half in.
 - oom_score_adj 1000: the out-of-memory killer takes a runner before the judge's own processes.
-- a control group of its own (sandbox_cgroup.py): pids.max and a host memory limit that bind root and CUDA
+- a control group of its own (cgroup.py): pids.max and a host memory limit that bind root and CUDA
   runners, where RLIMIT_NPROC and RLIMIT_AS do not.
 - mount namespace, made private first (nothing may propagate to the host): an empty read-only tmpfs over
   each hidden dir (the data dir: the shared SQLite store can be neither read nor written); private
@@ -57,12 +57,27 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from . import sandbox_cgroup
+from . import cgroup as sandbox_cgroup
 from .rlimits import set_rlimits
-from .sandbox_mounts import Mounts
-from .sandbox_sys import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, LINUX, \
-    PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, Log, check, \
-    libc, prctl, unshare
+from .mounts import Mounts
+from .syscalls import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    LINUX,
+    PR_CAP_AMBIENT,
+    PR_CAP_AMBIENT_CLEAR_ALL,
+    PR_CAPBSET_DROP,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    Log,
+    check,
+    libc,
+    prctl,
+    unshare,
+)
 
 _NAMESPACES = ("user-ns", "mount-ns", "pid-ns", "net-ns", "ipc-ns")
 EXIT_ORPHANED = 111  # the parent died before PR_SET_PDEATHSIG was armed: nobody wants this runner
@@ -95,7 +110,7 @@ class SandboxPolicy:
     deny_unix_sockets: bool = True  # seccomp: socket(AF_UNIX), socketpair, io_uring, keyrings fail; seccomp.py
     max_processes: int | None = 1024  # the group's pids.max; RLIMIT_NPROC above the user's count (not for root)
     max_memory_bytes: int | None = None  # the group's memory limit (host memory; binds with CUDA, unlike AS)
-    cpu_group: bool = True  # one scheduling entity, however many processes it starts (sandbox_cgroup.py)
+    cpu_group: bool = True  # one scheduling entity, however many processes it starts (cgroup.py)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import signal
 import time
 import warnings
 
-from . import sandbox_cgroup
-from .sandbox import SandboxPolicy, SandboxReport, enter
+from . import cgroup as sandbox_cgroup
+from .core import SandboxPolicy, SandboxReport, enter
 
 _probed: dict[tuple[int, SandboxPolicy], SandboxReport] = {}
 

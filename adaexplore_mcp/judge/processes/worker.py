@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .result import RefereeResult
+from ..result import RefereeResult
 
 # Device memory a referee may still have allocated after a request; beyond it the referee is replaced (a runner
 # that keeps a tensor it was lent holds the lender's block forever).
@@ -67,8 +67,8 @@ def main(conn: Connection, config: dict[str, Any]) -> None:
     import torch
     import triton
 
-    from . import evaluation, probe
-    from .referee import Referee
+    from .. import evaluation, probe
+    from ..referee import Referee
 
     device = "cuda" if config["backend"] == "cuda" else "cpu"
     home = Path(config["home"])
@@ -77,7 +77,7 @@ def main(conn: Connection, config: dict[str, Any]) -> None:
     referee.physical_index = config.get("physical_index")
     _watch_parent(referee.close)
     if device == "cuda":
-        from .device_memory import record_history
+        from ..device_memory import record_history
 
         record_history()  # ADAEXPLORE_MEMORY_HISTORY=1 only: who allocated what a request leaves behind
         torch.zeros(1, device="cuda").sum().item()
@@ -111,13 +111,13 @@ def _serve(conn: Connection, referee: Any, evaluation: Any, probe: Any) -> None:
 
 
 def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, probe: Any) -> RefereeResult:
-    """One request, answered the same way here and in a Ray judge actor (ray_actor.py): a judge bug
+    """One request, answered the same way here and in a Ray judge actor (cluster/actor.py): a judge bug
     becomes a result whose control says `internal_error` and `poisoned` (the caller then starts a fresh referee)."""
     try:
         if req["op"] == "evaluate":
             result = _profiled(evaluation.evaluate, referee, req, progress)
         elif req["op"] == "profile":  # profile_kernel: a digest of both sides under torch.profiler
-            from .referee_profile import profile
+            from ..referee_profile import profile
 
             result = RefereeResult(profile(referee, req, progress))
         else:
@@ -127,8 +127,8 @@ def handle(referee: Any, req: dict[str, Any], progress: Any, evaluation: Any, pr
     # The referee's copies of one task's inputs (up to several GiB) otherwise stay reserved: over a series of large
     # tasks the referees held 50-70 GiB of an H200 and later tasks ran out of memory. A small task's few MiB stay
     # cached: returning them made the next evaluation pay cudaMalloc again.
-    from .device_memory import KEEP_CACHED_BYTES, give_back, held_summary
-    from .notes import note
+    from ..device_memory import KEEP_CACHED_BYTES, give_back, held_summary
+    from ..notes import note
 
     left = give_back(KEEP_CACHED_BYTES, collect_garbage=True)
     if left > LEFT_BEHIND_BYTES:  # what a runner never let go of: lent blocks wait for it forever (CUDA IPC)

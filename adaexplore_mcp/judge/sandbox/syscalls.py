@@ -1,4 +1,4 @@
-"""The Linux system calls the runner sandbox makes (sandbox.py, sandbox_mounts.py), through libc with ctypes,
+"""The Linux system calls the runner sandbox makes (core.py, mounts.py), through libc with ctypes,
 and the log of what each step applied or missed. Nothing here decides a policy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A judge worker as a Ray actor: the same referee as worker.py, on whichever host Ray places it.
+"""A judge worker as a Ray actor: the same referee as processes/worker.py, on whichever host Ray places it.
 
 Thin on purpose: the actor builds a `Referee` (which forks its own zygote and sandboxed runners on the
 actor's host) and answers each request with `worker.handle`, exactly as a local worker process does.
@@ -7,13 +7,13 @@ search stay on the host the assistant talks to.
 
 Why `start` + `poll` instead of one blocking `evaluate` method:
 * `start` returns as soon as the request is in the actor: if it fails, the request was never delivered,
-  so the pool may retry on another actor without blaming the candidate (ray_pool.py);
+  so the pool may retry on another actor without blaming the candidate (pool.py);
 * `poll` long-polls (returns at once when progress or the result arrives), so progress is forwarded
   while the evaluation runs and the result costs one round trip, not a polling interval.
-The actor is threaded (`max_concurrency` in ray_pool.py) so `poll` answers while an evaluation runs;
+The actor is threaded (`max_concurrency` in pool.py) so `poll` answers while an evaluation runs;
 the pool gives an actor one request at a time, as it does a worker process.
 
-Nothing here imports ray or torch at module import: ray only where the class is registered (ray_pool.py),
+Nothing here imports ray or torch at module import: ray only where the class is registered (pool.py),
 torch only inside the actor, after the device environment is pinned.
 """
 
@@ -41,7 +41,7 @@ class JudgeActor:
         import torch
         import triton
 
-        from .referee import Referee
+        from ..referee import Referee
 
         device = "cuda" if config["backend"] == "cuda" else "cpu"
         home = Path(config["home"])
@@ -84,8 +84,8 @@ class JudgeActor:
         return job
 
     def _run(self, job: int, request: dict[str, Any]) -> None:
-        from . import evaluation, probe
-        from .worker import handle
+        from .. import evaluation, probe
+        from ..processes import handle
 
         def progress(fraction: float, message: str) -> None:
             with self._cond:

@@ -1,4 +1,4 @@
-"""Compile recorded launches through Triton's real compiler front end: step 2 of the check (frontend.py).
+"""Compile recorded launches through Triton's real compiler front end: step 2 of the check (check.py).
 
 For each recorded launch, `_Session.check` builds a throwaway `JITFunction` from the kernel's
 Python function (its `@triton.jit` helpers likewise) and replays the launch through
@@ -21,7 +21,7 @@ Everything swapped is restored in a ``finally``, as is the active driver (the on
 touched) and the 3.9 registry of JIT functions by name; `triton.compiler.compile` is not patched.
 
 A failure of this machinery (a Triton API that moved) raises `_Machinery`, never reported as the
-candidate's error (frontend.py turns it into `FrontendUnavailable`).
+candidate's error (check.py turns it into `FrontendUnavailable`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .frontend_record import Launch
+    from .record import Launch
 
 _MISSING = object()
 # "This file" for `_raised_here`: the front-end check's own modules (its stand-ins, such as TensorArg, and
-# the fake driver), which were one file before frontend.py was split.
+# the fake driver), which were one file before check.py was split.
 _HERE = frozenset(os.path.join(os.path.dirname(__file__), name)
-                  for name in ("frontend.py", "frontend_record.py", "frontend_session.py"))
+                  for name in ("check.py", "record.py", "compile.py"))
 
 
 # ================================================================================================ language

@@ -1,4 +1,4 @@
-"""The runner sandbox's mount namespace (sandbox.py says why each mount is there): hidden dirs covered, a private
+"""The runner sandbox's mount namespace (core.py says why each mount is there): hidden dirs covered, a private
 /tmp, /dev/shm and /dev, the writable and visible dirs bound back, everything else read-only."""
 
 from __future__ import annotations
@@ -10,11 +10,24 @@ import stat
 import tempfile
 from typing import TYPE_CHECKING
 
-from .sandbox_sys import MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_RELATIME, \
-    MS_REMOUNT, MS_STRICTATIME, Log, detach, mount
+from .syscalls import (
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_RELATIME,
+    MS_REMOUNT,
+    MS_STRICTATIME,
+    Log,
+    detach,
+    mount,
+)
 
 if TYPE_CHECKING:
-    from .sandbox import SandboxPolicy
+    from .core import SandboxPolicy
 
 # statvfs f_flag bit -> the mount flag a bind remount must repeat (they are locked in a user namespace)
 _KEPT_FLAGS = ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, 1024), (2048, 2048), (4096, MS_RELATIME))

@@ -1,13 +1,13 @@
 """Judge workers as Ray actors, behind the local pool's interface (`start`, `wait_ready`, `lease`, `close`).
 
 Chosen with `adaexplore-mcp --workers ray` or ADAEXPLORE_RAY_ADDRESS (`auto`, `ray://host:port`, or `local`
-for a one-node cluster started in this process); the local pool (pool.py) stays the default and this
+for a one-node cluster started in this process); the local pool (processes/pool.py) stays the default and this
 module, the only one importing ray, is imported only then. Why Ray rather than a protocol of our own:
 placement, node failure detection and killing a remote process are what it already does.
 
 * One actor per GPU of the cluster (`num_gpus=1`: timing stays one-at-a-time per GPU), or
   `settings.workers` CPU-interpreter actors on a cluster without GPUs. Each actor is a referee
-  (ray_actor.py) forking its own zygote and sandboxed runners on its host: a candidate that crashes or
+  (actor.py) forking its own zygote and sandboxed runners on its host: a candidate that crashes or
   hangs loses only its runner, as locally.
 * ADAEXPLORE_REQUIRE_GPU (a substring of the GPU name) keeps only actors on matching GPUs, so a search's
   speedups are never measured on different GPU models without anyone noticing.
@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..config import Settings
-from .fair import FairSlots
-from .pool import RECYCLE_AFTER, STARTUP_TIMEOUT_S, CallResult, WorkerConfig, WorkerStartError
-from .ray_actor import POLL_WAIT_S, JudgeActor
-from .result import RefereeResult
+from ...config import Settings
+from ..fair import FairSlots
+from ..processes import RECYCLE_AFTER, STARTUP_TIMEOUT_S, CallResult, WorkerConfig, WorkerStartError
+from .actor import POLL_WAIT_S, JudgeActor
+from ..result import RefereeResult
 
 # Threads per actor: one evaluation, its progress polls, `ready` and `exit` (the pool sends one request at a time).
 ACTOR_CONCURRENCY = 4

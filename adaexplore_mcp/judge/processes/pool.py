@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .fair import FairSlots
-from .notes import keep_notes
-from .result import RefereeResult
+from ..fair import FairSlots
+from ..notes import keep_notes
+from ..result import RefereeResult
 from .worker import main as worker_main
 
 RECYCLE_AFTER = 200

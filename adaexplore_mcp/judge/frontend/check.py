@@ -5,12 +5,12 @@ and so accepts code the GPU compiler rejects (a module-level float read inside a
 `tl.static_range` over a runtime bound, `break`, lambdas, unknown launch keywords...). This module
 closes that gap in two steps, both inside the worker process:
 
-1. Record (frontend_record.py: `install`, then `begin`/`end`, or a `Recorder` given to
+1. Record (record.py: `install`, then `begin`/`end`, or a `Recorder` given to
    `launches.begin(recorder=...)`, which is what `Frontend` does for the runner): during the candidate's
    forward call we keep, for each launch of a kernel defined in the candidate's module, the kernel and its
    launch arguments as passed, each tensor replaced by a `TensorArg`, unbound.
 
-2. Check (`frontend_check`, compiling through frontend_session.py): for each recorded launch, replay it
+2. Check (`frontend_check`, compiling through compile.py): for each recorded launch, replay it
    through Triton's own `JITFunction.run(..., warmup=True)` for a fake CUDA sm_90 target, with a `compile`
    that stops after the front end, so what comes back is the object a GPU launch would raise, which
    `classify()` maps to the candidate's line; triton.language is put back as compiled mode has it while a
@@ -23,7 +23,7 @@ compile, an invalid one must not) guards each process once.
 Not covered (a front-end compile cannot see them): later compiler stages (TTGIR/LLVM passes, ptxas),
 limits checked when the binary loads (shared memory, registers) and run-time faults.
 
-This module is the public entry point: the recording API (frontend_record.py) is re-exported from here.
+This module is the public entry point: the recording API (record.py) is re-exported from here.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .frontend_record import (
+from .record import (
     FrontendUnavailable,
     Launch,
     Recorder,
@@ -45,7 +45,7 @@ from .frontend_record import (
     install,
     record_launch_args,
 )
-from .frontend_session import _Machinery, _Session
+from .compile import _Machinery, _Session
 
 TARGET = ("cuda", 90, 32)  # the GPU host's: H200, sm_90, warp size 32
 DEFAULT_BUDGET_S = 20.0

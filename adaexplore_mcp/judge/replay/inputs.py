@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from .compare import MAX_NESTING, flat_tensors
-from .replay_kernels import ReplayError
-from .tensor_digest import tensor_digest
+from ..compare import MAX_NESTING, flat_tensors
+from .kernels import ReplayError
+from ..tensor_digest import tensor_digest
 
 
 def _aliases(value: Any, depth: int = 0) -> Any:
@@ -64,7 +64,7 @@ class LentInputs:
 
 
 # Memory no operator wrote: what these return (and the part a resize adds) is filled, besides PyTorch's own
-# deterministic fill in the replay's process (replay.py, `op_replay_prepare`), so no run reads what another left.
+# deterministic fill in the replay's process (run.py, `op_replay_prepare`), so no run reads what another left.
 EMPTY_OPS = frozenset({"aten::empty.memory_format", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
                        "aten::new_empty_strided", "aten::empty_permuted"})
 RESIZE_OPS = frozenset({"aten::resize_", "aten::resize_as_"})

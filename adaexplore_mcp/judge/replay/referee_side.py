@@ -1,8 +1,8 @@
 """Does the candidate's own Triton code do the work? Decided by a replay in a process of its own.
 
-The candidate's runner records every trial alike (work_trace.py). One drawn at random after the first (which
+The candidate's runner records every trial alike (record.py). One drawn at random after the first (which
 may autotune, and record every config it benchmarked: checks/trial_plan.py) is sent, as a program, to a fresh spare runner that never imports
-the candidate (replay.py), which replays it while the candidate's remaining trials run in their own process
+the candidate (run.py), which replays it while the candidate's remaining trials run in their own process
 (on a GPU neither is timed). The referee lends it inputs drawn for this alone, and compares what comes back
 itself, before any timing (a candidate that fails here is not timed):
 
@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-from . import precision, wire
-from .compare import as_tensors, compare, nbytes
-from .work_policy import GLUE_SHARE
-from .runners import RunnerGone, RunnerHandle
+from .. import precision, wire
+from ..compare import as_tensors, compare, nbytes
+from ..work_policy import GLUE_SHARE
+from ..processes import RunnerGone, RunnerHandle
 
 WHY = "the judge replays the candidate's recorded forward call in a separate process to check its kernels do the work"
 CAND_REPLY_BYTES = 1 << 31
@@ -62,7 +62,7 @@ def start_replay(ev: Any) -> PendingReplay | None:
     program, constants = _take_program(ev)
     if program is None:
         return None
-    from .evaluation import fresh_seed
+    from ..evaluation import fresh_seed
 
     two = ev.set_bytes < SUBSTITUTE_MAX_SET_BYTES
     sets = ev.make_inputs([fresh_seed(), fresh_seed()] if two else [fresh_seed()], "replay",
