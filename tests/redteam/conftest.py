@@ -91,7 +91,7 @@ def forging(edit: str) -> str:
     return f"""
 
 def _forge():
-    from adaexplore_mcp.judge import work_trace
+    from adaexplore_mcp.judge.replay import record as work_trace
     if getattr(work_trace, "_forged", False):
         return
     work_trace._forged = True

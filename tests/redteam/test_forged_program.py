@@ -39,7 +39,7 @@ FORGERIES = {
 @pytest.mark.parametrize("forgery", list(FORGERIES), ids=list(FORGERIES))
 def test_a_forged_program_is_a_readable_rejection(judge: Judge, forgery: str) -> None:
     body = ("        import builtins\n"
-            "        from adaexplore_mcp.judge import work_trace\n"
+            "        from adaexplore_mcp.judge.replay import record as work_trace\n"
             "        if not hasattr(builtins, 'self_program'):\n"
             "            builtins.self_program = work_trace.WorkTrace.program\n"
             f"            work_trace.WorkTrace.program = lambda self: {FORGERIES[forgery]}\n"
