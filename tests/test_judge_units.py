@@ -139,6 +139,14 @@ def test_ieee_dots_and_plain_fp32_code_are_not_flagged() -> None:
     assert source_reasons("acc = tl.dot(a, b, allow_tf32=False)") == ([], False)
 
 
+def test_a_tf32x3_dot_is_float32_by_source_and_a_tf32_one_is_not() -> None:
+    """3xTF32 (two TF32 parts per operand, three products) errs like float32: its source is not flagged, and the
+    measured precision judges its output like any other; one TF32 product per dot is below float32."""
+    assert source_reasons("acc = tl.dot(a, b, input_precision='tf32x3')") == ([], False)
+    reasons, tf32 = source_reasons("acc = tl.dot(a, b, input_precision='tf32')")
+    assert tf32 and any("TF32" in r for r in reasons), reasons
+
+
 def test_comparison_passes_within_tolerance_and_reports_the_worst_element_otherwise() -> None:
     ref = torch.zeros(4, 5)
     assert compare(ref, ref + 0.004, 0, 1e-2, 1e-2, 1e-2) is None

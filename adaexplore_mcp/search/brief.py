@@ -49,7 +49,8 @@ MODELNEW_CONTRACT = (
     "Triton kernels (@triton.jit, defined at module level) that forward launches; around them PyTorch may only "
     "allocate, view, reshape, copy, cast or pad (other PyTorch compute reaching an output, beyond glue of 1/64 of "
     "it, is rejected as library fallback). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
-    "on a float32 task): a kernel below the task's precision is ranked and rewarded only by its speedup against "
+    "on a float32 task; tl.dot input_precision='ieee' or 'tf32x3' keeps float32, judged by its measured error): "
+    "a kernel below the task's precision is ranked and rewarded only by its speedup against "
     "the reference run at reduced precision (TF32), never against strict fp32."
 )
 SMALL_INSTRUCTIONS = (
