@@ -194,3 +194,26 @@ def test_a_killed_worker_takes_its_runners_logs_with_it(tmp_path: Path) -> None:
         path.write_bytes(b"x" * 1024)
     worker.kill()
     assert not mine.exists() and other.exists()
+
+
+def test_a_reference_that_died_loading_on_a_gpu_is_worth_a_fresh_referee(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign's H200 run: references died while loading (exit code 70, CUBLAS_STATUS_ALLOC_FAILED) beside
+    9 busy workers, and each was charged to its candidate as a runtime_error. No candidate code runs in the
+    reference's process: on a GPU such a death is retried once on a fresh referee; on the CPU it is the verdict."""
+    import torch
+
+    from adaexplore_mcp.judge.device_memory import out_of_memory
+    from adaexplore_mcp.judge.referee import Referee, ReferenceFailure
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (60 << 30, 80 << 30))  # the device looks free
+
+    def referee(device: str) -> Referee:
+        r = Referee.__new__(Referee)
+        r.device, r.refs = device, {}
+        return r
+
+    died = ReferenceFailure("loading the reference: the process exited with code 70", died=True)
+    assert died.worth_a_fresh_referee(referee("cuda")) and not died.worth_a_fresh_referee(referee("cpu"))
+    raised = ReferenceFailure("the reference's forward raised RuntimeError: bad shape")
+    assert not raised.worth_a_fresh_referee(referee("cuda"))  # its own error: retrying changes nothing
+    assert out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))

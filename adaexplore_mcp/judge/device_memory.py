@@ -67,5 +67,6 @@ def held_summary(limit: int = 4) -> str:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether an exception says the device ran out of memory (torch's own type, or a library's text). A runner's
     word only: the referee checks the device itself before acting on it (Referee.memory_short)."""
-    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in safe_str(exc).lower()
+    text = safe_str(exc).lower()  # cuBLAS says it without the words: CUBLAS_STATUS_ALLOC_FAILED
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text or "status_alloc_failed" in text
 

@@ -77,10 +77,11 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> RefereeResult:
             f"the GPU ran out of memory in the judge while checking this task ({oom_summary(exc)}); "
             f"{freed} cached reference(s) were released", exception="OutOfMemoryError").model_dump())
     except ReferenceFailure as exc:
-        if exc.oom and ref_ee.memory_short(None):
+        if exc.worth_a_fresh_referee(ref_ee):
             out.oom = True
             freed = ref_ee.evict_all_but(None)
-            out.warnings.append(f"the GPU ran out of memory; {freed} cached reference(s) were released")
+            out.warnings.append(f"the reference failed on a busy GPU ({'out of memory' if exc.oom else 'its process died'}"
+                                f"); {freed} cached reference(s) were released")
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
     finally:
         if cand is not None:

@@ -34,9 +34,17 @@ SETTLE_S = 30.0  # the evaluation's own deadline may have passed: the last relea
 class ReferenceFailure(Exception):
     """The task's reference failed; the message says where and how (it is not the candidate's fault)."""
 
-    def __init__(self, message: str, oom: bool = False) -> None:
+    def __init__(self, message: str, oom: bool = False, died: bool = False) -> None:
         super().__init__(message)
         self.oom = oom
+        self.died = died  # its process ended while loading, before any candidate code ran beside it
+
+    def worth_a_fresh_referee(self, referee: "Referee") -> bool:
+        """Whether one more try on a fresh referee could pass where this failed: the reference ran out of memory
+        while the device is short, or, on a GPU, its process died while loading (the campaign saw exit code 70
+        and CUBLAS_STATUS_ALLOC_FAILED at load beside 9 busy workers: the device's state, never the candidate's
+        doing, since no candidate code runs in the reference's process)."""
+        return (self.oom and referee.memory_short(None)) or (self.died and referee.device == "cuda")
 
 
 @dataclass
@@ -217,7 +225,7 @@ class Referee:
             reply, bufs = runner.call({"op": "load", "role": "ref", "module": task["module"], "source": task["source"],
                                        "shapes": task["shapes"], "kernel_files": names}, kernels, deadline)
         except RunnerGone as exc:
-            raise ReferenceFailure(_gone_text("loading the reference", exc)) from None
+            raise ReferenceFailure(_gone_text("loading the reference", exc), died=True) from None
         if "ref_error" in reply:
             runner.kill()
             raise ReferenceFailure(reply["ref_error"], bool(reply.get("oom")))

@@ -45,7 +45,9 @@ MODELNEW_CONTRACT = (
     "The kernel is Python source defining `class ModelNew(nn.Module)`, a drop-in for the reference `Model`: "
     "same __init__ and forward signatures and outputs. The judge builds both under the same seed (create "
     "parameters and buffers in the same order and shapes as Model; if that mismatches, it retries with Model's "
-    "weights copied in by name) and leaves them in the mode their constructors set. The work must be done by "
+    "weights copied in by name) and leaves them in the mode their constructors set. It is checked again at a "
+    "second shape set (the task's size constants moved to values that are no multiple of 16), so write no shape "
+    "into a kernel: handle any size, masking every dimension. The work must be done by "
     "Triton kernels (@triton.jit, defined at module level) that forward launches; around them PyTorch may only "
     "allocate, view, reshape, copy, cast or pad (other PyTorch compute reaching an output, beyond glue of 1/64 of "
     "it, is rejected as library fallback). Keep the task's precision (no fp16/bf16/TF32 shortcuts "
@@ -59,7 +61,8 @@ SMALL_INSTRUCTIONS = (
     "working_memory: the chain to here, oldest first, older nodes as diffs. Reply expand_node(search_id, "
     "step_id, edits=[{old, new}, ...], note='<what changed>'), each old an exact, unique excerpt of "
     "parent_kernel (applied in order); kernel_source only for a change that is not local. ModelNew stays a "
-    "drop-in for Model (signatures, outputs, precision, the work in @triton.jit kernels). "
+    "drop-in for Model (signatures, outputs, precision, the work in @triton.jit kernels, any shape: it is "
+    "checked again with the task's sizes moved). "
 )
 SMALL_INSTRUCTIONS_CPU = (
     "SMALL step: fix parent_kernel if it failed (parent_failure has the whole error or mismatch), or make one "
