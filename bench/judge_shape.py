@@ -6,6 +6,10 @@ cycle counted as one floor (a module on floor 1 imports nothing of the package).
 
     python bench/judge_shape.py                            # this checkout's adaexplore_mcp/judge
     python bench/judge_shape.py --root /tmp/base --root .  # an older checkout (git archive) beside this one
+
+Concepts: the judge's top-level modules and subpackages, a subpackage counted once (.ci/size_check.py's count,
+less the package's own __init__); concept floors: the floors of the graph where each subpackage is one node
+(its face adds no floor of its own).
 """
 
 from __future__ import annotations
@@ -40,8 +44,39 @@ def shape(root: Path, package: str) -> dict[str, int]:
     def floor(i: int) -> int:
         return 1 + max((floor(j) for j in down[i]), default=0)
 
+    top = pkg_dir.name  # the gate names modules from the package's own folder: `judge.sandbox.core`
+    concepts = {_concept(m, top) for m in modules} - {top}
     return {"modules": len(modules), "lines": sum(len(p.read_text().splitlines()) for p in modules.values()),
-            "floors": max(floor(i) for i in down), "cycles": sum(len(c) > 1 for c in components)}
+            "floors": max(floor(i) for i in down), "cycles": sum(len(c) > 1 for c in components),
+            "concepts": len(concepts), "concept_floors": _floors(_collapse(edges, top))}
+
+
+def _concept(module: str, package: str) -> str:
+    """The judge's concept a module belongs to: itself, or the subpackage right under the judge that holds it."""
+    rest = module[len(package) + 1:].split(".") if module != package else []
+    return f"{package}.{rest[0]}" if rest else package
+
+
+def _collapse(edges: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The import graph with every subpackage of the judge as one node (its face and its inside together)."""
+    out: dict[str, set[str]] = {}
+    for m, targets in edges.items():
+        node = _concept(m, package) if m.startswith(package) else m
+        out.setdefault(node, set()).update(_concept(t, package) if t.startswith(package) else t for t in targets)
+    return {m: t - {m} for m, t in out.items()}
+
+
+def _floors(edges: dict[str, set[str]]) -> int:
+    gate = _gate()
+    components = gate.strongly_connected(edges)
+    comp_of = {m: i for i, comp in enumerate(components) for m in comp}
+    down = {i: {comp_of[w] for m in comp for w in edges[m] if w in comp_of} - {i} for i, comp in enumerate(components)}
+
+    @lru_cache(maxsize=None)
+    def floor(i: int) -> int:
+        return 1 + max((floor(j) for j in down[i]), default=0)
+
+    return max(floor(i) for i in down)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", action="append", help="a checkout (repeatable); default: this one")
     ap.add_argument("--package", default="adaexplore_mcp.judge")
     args = ap.parse_args(argv)
-    print("| checkout | modules | lines | import floors | import cycles |\n| --- | --- | --- | --- | --- |")
+    print("| checkout | modules | lines | import floors | import cycles | concepts | concept floors |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
     for root in args.root or [str(HERE)]:
         s = shape(Path(root), args.package)
-        print(f"| {root} | {s['modules']} | {s['lines']} | {s['floors']} | {s['cycles']} |")
+        print(f"| {root} | {s['modules']} | {s['lines']} | {s['floors']} | {s['cycles']} | {s['concepts']} | "
+              f"{s['concept_floors']} |")
     return 0
 
 
