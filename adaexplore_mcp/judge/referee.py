@@ -40,10 +40,8 @@ class ReferenceFailure(Exception):
         self.died = died  # its process ended while loading, before any candidate code ran beside it
 
     def worth_a_fresh_referee(self, referee: "Referee") -> bool:
-        """Whether one more try on a fresh referee could pass where this failed: the reference ran out of memory
-        while the device is short, or, on a GPU, its process died while loading (the campaign saw exit code 70
-        and CUBLAS_STATUS_ALLOC_FAILED at load beside 9 busy workers: the device's state, never the candidate's
-        doing, since no candidate code runs in the reference's process)."""
+        """Out of memory while the device is short, or, on a GPU, its process died while loading (exit code 70
+        beside 9 busy workers): the device's state, never the candidate's doing. One more try could pass."""
         return (self.oom and referee.memory_short(None)) or (self.died and referee.device == "cuda")
 
 
@@ -299,10 +297,8 @@ class Referee:
         ref.runner.close()
 
     def memory_short(self, ref: Reference | None) -> bool:
-        """Whether a retry on a fresh referee could help a runner that said it ran out of memory, read here: the
-        device is nearly full, or other tasks' cached references hold 1 GiB or more. A runner's word is no
-        evidence (any error text saying "out of memory" recycled the worker and retried, and
-        on the CPU, where a fresh referee frees nothing)."""
+        """Whether a retry on a fresh referee could help a runner that said it ran out of memory, read here (a
+        runner's word is no evidence): the device is nearly full, or other tasks' references hold 1 GiB or more."""
         if self.device != "cuda":
             return False
         import torch
