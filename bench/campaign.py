@@ -321,14 +321,14 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
 
 
 async def save_kernels(client, folder: Path, brief: dict) -> None:
-    """The full source behind every kernel_uri of a brief whose kernel is cut or absent (a large step's parent, a
-    pool kernel cut to its head), to kernels/node-<id>.py: what an assistant reads when it follows the pointer."""
+    """The full source behind every kernel_uri whose kernel a brief cut or left out (a large step's parent, a pool
+    kernel's tail, the search's best), to kernels/node-<id>.py: what an assistant following the pointer reads."""
     wanted = {}
     for step in [brief, *brief.get("more_steps", [])]:
         if step.get("parent_kernel_uri") and not step.get("parent_kernel"):
             wanted[step["parent_node_id"]] = step["parent_kernel_uri"]
-        for ref in step.get("pool") or []:
-            if ref.get("kernel_truncated") or not ref.get("kernel"):
+        for ref in [*(step.get("pool") or []), *([step["best"]] if step.get("best") else [])]:
+            if ref.get("kernel_truncated") or not ref.get("kernel"):  # `best` names its kernel by URI only
                 wanted[ref["node_id"]] = ref["kernel_uri"]
     for node_id, uri in wanted.items():
         path = folder / "kernels" / f"node-{node_id}.py"

@@ -88,10 +88,12 @@ def test_the_full_source_behind_a_cut_kernel_is_saved_beside_the_briefs(tmp_path
                       {"node_id": 6, "kernel": "whole", "kernel_truncated": False,
                        "kernel_uri": "adaexplore://searches/s/nodes/6/kernel"}],
              "more_steps": [{"parent_node_id": 3, "parent_kernel": "inline source",
-                             "parent_kernel_uri": "adaexplore://searches/s/nodes/3/kernel"}]}
+                             "parent_kernel_uri": "adaexplore://searches/s/nodes/3/kernel",
+                             "best": {"node_id": 7, "speedup": 2.0, "reward": 0.6,
+                                      "kernel_uri": "adaexplore://searches/s/nodes/7/kernel"}}]}
     client = FakeClient()
     anyio.run(campaign.save_kernels, client, tmp_path, brief)
-    assert sorted(p.name for p in (tmp_path / "kernels").iterdir()) == ["node-2.py", "node-5.py"]
+    assert sorted(p.name for p in (tmp_path / "kernels").iterdir()) == ["node-2.py", "node-5.py", "node-7.py"]
     assert (tmp_path / "kernels" / "node-5.py").read_text() == "# source of adaexplore://searches/s/nodes/5/kernel\n"
     anyio.run(campaign.save_kernels, client, tmp_path, brief)  # already there: not read again
-    assert len(client.read) == 2
+    assert len(client.read) == 3
