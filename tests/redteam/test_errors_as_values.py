@@ -178,10 +178,14 @@ def assert_no_judge_frames(ev: Evaluation) -> None:
 
 @pytest.mark.parametrize("interval", [0.05, 0.0001], ids=["50ms", "100us"])
 def test_a_repeating_alarm_whose_handler_exits_is_the_candidates_error(judge: Judge, interval: float) -> None:
+    """Disarmed once forward returns. Every 100 us, on a loaded host, the alarm can still fire in the few
+    bytecodes between forward's return and the disarm: the runner then exits, and the candidate's verdict is a
+    crash (seen in 3 slow-suite runs on 2 busy cores; never alone). The judge is unharmed (the canary) either way."""
     ev = evaluate(judge, odd(alarm_exits(interval)))
     canary(judge)
     assert_readable(ev)
-    assert ev.verdict in (Verdict.passed, Verdict.runtime_error), summary(ev)  # disarmed once forward returns
+    allowed = (Verdict.passed, Verdict.runtime_error) + ((Verdict.crashed,) if interval < 0.001 else ())
+    assert ev.verdict in allowed, summary(ev)
     if ev.verdict == Verdict.runtime_error:
         assert ev.error.exception == "SystemExit" and "candidate.py" in ev.error.excerpt, summary(ev)
         assert_no_judge_frames(ev)
