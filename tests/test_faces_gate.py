@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.ci_scripts import REPO, load
 
-
-def _gate():
-    spec = importlib.util.spec_from_file_location("faces", REPO / ".ci" / "faces.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-faces = _gate()
+faces = load("faces")
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.ci_scripts import REPO, load
 
-
-def _checker():
-    spec = importlib.util.spec_from_file_location("import_cycles", REPO / ".ci" / "import_cycles.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ic = _checker()
+ic = load("import_cycles")
 
 FILES = {
     "__init__.py": "",
