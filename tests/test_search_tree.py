@@ -132,6 +132,18 @@ def test_the_draw_is_a_function_of_seed_and_counter():
     assert first == again and first != other
 
 
+def test_searches_of_two_tasks_with_one_seed_draw_their_step_kinds_apart():
+    """Every search of a campaign had seed 0, and (seed, counter) alone gave them all the same draws: none
+    under 0.2 at counters 4-13, so no adaexplore search took a large step off the root in its first 12 steps."""
+    t = Tree.new()
+    a = grow(t, 0, "large", 0.5)
+    assert [choose_step(t, a, step_rng(0, k)) for k in range(4, 14)] == ["small"] * 10  # the campaign's draws
+    one = [choose_step(t, a, step_rng(0, k, "task_a")) for k in range(200)]
+    two = [choose_step(t, a, step_rng(0, k, "task_b")) for k in range(200)]
+    assert one != two and one == [choose_step(t, a, step_rng(0, k, "task_a")) for k in range(200)]
+    assert 0.1 < one.count("large") / 200 < 0.3
+
+
 # -- best ---------------------------------------------------------------------------------------
 
 def test_best_is_the_fastest_correct_node_earliest_on_ties_whatever_uct_says():

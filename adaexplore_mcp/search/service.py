@@ -231,7 +231,8 @@ class SearchService:
                 counter = R.steps_created(conn, search_id)
                 seen = [s.step_id for s in out]
                 planned = with_pending(tree, [(s.parent_id, s.kind) for s in out])
-                plan = plan_step(search.strategy, planned, search.search_params, search.seed, counter)
+                plan = plan_step(search.strategy, planned, search.search_params, search.seed, counter,
+                                 search.task_id)
             with self.store.write() as tx:
                 now = time.time()
                 fresh = self._search(search_id, tx)
