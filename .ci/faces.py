@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default="adaexplore_mcp")
     args = ap.parse_args(argv)
     root = Path(args.root)
-    found = violations(root)
-    print(f"{root}: {len(faces(root))} subpackages with a face ({', '.join(sorted(faces(root)))}); {len(found)} "
-          "imports past a face")
+    found, faced = violations(root), faces(root)
+    print(f"{root}: {len(faced)} subpackages with a face ({', '.join(sorted(faced))}); {len(found)} imports past a "
+          "face")
     for line in found:
         print("  " + line)
     return 1 if found else 0

@@ -110,13 +110,17 @@ def _leaks(root: Path, sources: list[str]) -> list[str]:
     """Files under `root` that still hold a problem's source: the whole text (plain or JSON-escaped), or most of
     its code lines. A kernel written for the problem repeats a few of them (its shapes, get_inputs), which is not
     the problem's file."""
+    def forms(text: str) -> tuple[bytes, bytes]:
+        return text.encode(), json.dumps(text)[1:-1].encode()  # as written, and JSON-escaped
+
+    marks = [(forms(s), [forms(line) for line in {x.strip() for x in s.splitlines() if len(x.strip()) > 20}])
+             for s in sources]
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         data = path.read_bytes()
-        for source in sources:
-            lines = {line.strip() for line in source.splitlines() if len(line.strip()) > 20}
-            seen = sum(1 for m in lines if m.encode() in data or json.dumps(m)[1:-1].encode() in data)
-            whole = source.encode() in data or json.dumps(source)[1:-1].encode() in data
+        for whole_forms, lines in marks:
+            seen = sum(1 for line_forms in lines if any(f in data for f in line_forms))
+            whole = any(f in data for f in whole_forms)
             if whole or (lines and seen / len(lines) > SHARE_OF_LINES):
                 found.append(f"{path.relative_to(root)} ({seen} of {len(lines)} lines)")
                 break

@@ -22,8 +22,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 
+@lru_cache(maxsize=1)
 def _gate():
-    """.ci/import_cycles.py, loaded by path (.ci is not a package)."""
+    """.ci/import_cycles.py, loaded by path (.ci is not a package), once."""
     spec = importlib.util.spec_from_file_location("import_cycles", HERE / ".ci" / "import_cycles.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -36,7 +37,17 @@ def shape(root: Path, package: str) -> dict[str, int]:
     pkg_dir = root / package.replace(".", "/")
     modules = gate.module_names(pkg_dir)
     edges = gate.graph(pkg_dir)
-    components = gate.strongly_connected(edges)
+    floors, cycles = _layers(edges)
+    top = pkg_dir.name  # the gate names modules from the package's own folder: `judge.sandbox.core`
+    concepts = {_concept(m, top) for m in modules} - {top}
+    return {"modules": len(modules), "lines": sum(len(p.read_text().splitlines()) for p in modules.values()),
+            "floors": floors, "cycles": cycles, "concepts": len(concepts),
+            "concept_floors": _layers(_collapse(edges, top))[0]}
+
+
+def _layers(edges: dict[str, set[str]]) -> tuple[int, int]:
+    """(floors, cycles) of an import graph: the longest chain of imports, each cycle counted as one floor."""
+    components = _gate().strongly_connected(edges)
     comp_of = {m: i for i, comp in enumerate(components) for m in comp}
     down = {i: {comp_of[w] for m in comp for w in edges[m]} - {i} for i, comp in enumerate(components)}
 
@@ -44,11 +55,7 @@ def shape(root: Path, package: str) -> dict[str, int]:
     def floor(i: int) -> int:
         return 1 + max((floor(j) for j in down[i]), default=0)
 
-    top = pkg_dir.name  # the gate names modules from the package's own folder: `judge.sandbox.core`
-    concepts = {_concept(m, top) for m in modules} - {top}
-    return {"modules": len(modules), "lines": sum(len(p.read_text().splitlines()) for p in modules.values()),
-            "floors": max(floor(i) for i in down), "cycles": sum(len(c) > 1 for c in components),
-            "concepts": len(concepts), "concept_floors": _floors(_collapse(edges, top))}
+    return max(floor(i) for i in down), sum(len(c) > 1 for c in components)
 
 
 def _concept(module: str, package: str) -> str:
@@ -64,19 +71,6 @@ def _collapse(edges: dict[str, set[str]], package: str) -> dict[str, set[str]]:
         node = _concept(m, package) if m.startswith(package) else m
         out.setdefault(node, set()).update(_concept(t, package) if t.startswith(package) else t for t in targets)
     return {m: t - {m} for m, t in out.items()}
-
-
-def _floors(edges: dict[str, set[str]]) -> int:
-    gate = _gate()
-    components = gate.strongly_connected(edges)
-    comp_of = {m: i for i, comp in enumerate(components) for m in comp}
-    down = {i: {comp_of[w] for m in comp for w in edges[m] if w in comp_of} - {i} for i, comp in enumerate(components)}
-
-    @lru_cache(maxsize=None)
-    def floor(i: int) -> int:
-        return 1 + max((floor(j) for j in down[i]), default=0)
-
-    return max(floor(i) for i in down)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import types
+from collections.abc import Sequence
 
 import pytest
 
@@ -126,19 +127,22 @@ def test_an_out_of_memory_claimed_on_the_cpu_is_a_readable_verdict_and_replaces_
     assert judge._pool._workers[0].proc.pid == before
 
 
+def _bare_referee(device: str, held: Sequence[int] = ()):
+    """A Referee with no processes: its device, and cached references holding `held` bytes of device memory."""
+    from adaexplore_mcp.judge.referee import Referee
+
+    r = Referee.__new__(Referee)
+    r.device = device
+    r.refs = {i: types.SimpleNamespace(runner=types.SimpleNamespace(bytes=b)) for i, b in enumerate(held)}
+    return r
+
+
 def test_the_referee_believes_an_out_of_memory_only_when_the_device_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a GPU: a retry on a fresh referee helps when the device is nearly full or other tasks' references
     hold memory; a claim with the device free is not believed."""
     import torch
 
-    from adaexplore_mcp.judge.referee import Referee
-
-    def referee(device: str, held: list[int]) -> Referee:
-        r = Referee.__new__(Referee)
-        r.device = device
-        r.refs = {i: types.SimpleNamespace(runner=types.SimpleNamespace(bytes=b)) for i, b in enumerate(held)}
-        return r
-
+    referee = _bare_referee
     free = {"bytes": 60 << 30}
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (free["bytes"], 80 << 30))
     assert not referee("cpu", [8 << 30]).memory_short(None)
@@ -203,14 +207,10 @@ def test_a_reference_that_died_loading_on_a_gpu_is_worth_a_fresh_referee(monkeyp
     import torch
 
     from adaexplore_mcp.judge.device_memory import out_of_memory
-    from adaexplore_mcp.judge.referee import Referee, ReferenceFailure
+    from adaexplore_mcp.judge.referee import ReferenceFailure
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (60 << 30, 80 << 30))  # the device looks free
-
-    def referee(device: str) -> Referee:
-        r = Referee.__new__(Referee)
-        r.device, r.refs = device, {}
-        return r
+    referee = _bare_referee
 
     died = ReferenceFailure("loading the reference: the process exited with code 70", died=True)
     assert died.worth_a_fresh_referee(referee("cuda")) and not died.worth_a_fresh_referee(referee("cpu"))
