@@ -83,6 +83,37 @@ def summarize(records: list[dict]) -> dict[str, dict]:
     return out
 
 
+def by_kind(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """Per strategy and step kind (small; large off the root; large from the root): how often a step passed,
+    beat its parent's ranked speedup (a correct parent only), and set a new best for its search. The evidence
+    for the step rule's constants: what each kind of step is worth."""
+    ranked: dict[tuple[str, int], float] = {}
+    for r in records:
+        if r.get("ok") and r.get("verdict") == "passed" and r.get("ranked_speedup") is not None:
+            ranked[(r["search"], r["node"])] = r["ranked_speedup"]
+    out: dict[tuple[str, str], dict] = defaultdict(lambda: {"steps": 0, "passed": 0, "beat": 0, "vs_parent": 0,
+                                                              "new_best": 0})
+    best: dict[str, float] = defaultdict(float)
+    for r in records:
+        if not r.get("ok"):
+            continue
+        kind = r.get("kind") or "?"
+        if kind == "large":
+            kind = "large (root)" if r.get("parent") in (0, None) else "large (off root)"
+        row = out[(r["strategy"], kind)]
+        row["steps"] += 1
+        mine = ranked.get((r["search"], r["node"]))
+        row["passed"] += mine is not None
+        parent = ranked.get((r["search"], r.get("parent")))
+        if parent is not None:
+            row["vs_parent"] += 1
+            row["beat"] += mine is not None and mine > parent
+        if mine is not None and mine > best[r["search"]]:
+            row["new_best"] += best[r["search"]] > 0  # the first correct kernel of a search is not counted
+            best[r["search"]] = mine
+    return dict(out)
+
+
 def ranked_cell(ref: dict) -> str:
     """A reference kernel's speedup as a search would rank it: vs the TF32 reference when below fp32."""
     if ref.get("below_fp32") and ref.get("speedup_tf32") is not None:
@@ -157,6 +188,13 @@ def print_tables(d: Path, records: list[dict] | None = None, steps: int = 0) -> 
         vals = [per.get(p, 0.0) for p in budget]
         print(f"| {name} | " + " | ".join(f"{_fmt(v)}x" for v in vals) + f" | {_fmt(_mean(vals))}x | "
               f"{_fmt(_geo(vals))}x |")
+    print("\nby step kind: passed, beat a correct parent, and improved on its search's best (the first correct "
+          "kernel of a search not counted):\n")
+    print("| strategy | kind | steps | passed | beat parent (of steps with a correct parent) | new best |")
+    print("|---|---|---|---|---|---|")
+    for (name, kind), row in sorted(by_kind(records).items()):
+        print(f"| {name} | {kind} | {row['steps']} | {row['passed']} | {row['beat']} of {row['vs_parent']} | "
+              f"{row['new_best']} |")
     problems = sorted({r["problem"] for r in records})
     print("\nbest ranked speedup per problem, all steps (verdicts: passed/steps):\n")
     names = list(stats)

@@ -8,7 +8,7 @@ import json
 
 from bench import campaign
 from bench.campaign import problem_name, read_proposal, step_record
-from bench.campaign_table import best_by_step, equal_budget, summarize
+from bench.campaign_table import best_by_step, by_kind, equal_budget, summarize
 
 
 def test_a_proposal_is_a_py_kernel_with_a_note_or_json_edits(tmp_path):
@@ -50,6 +50,19 @@ def test_the_table_caps_counts_no_correct_kernel_as_zero_and_ranks_by_the_ranked
     assert s["curve"] == [1.0, 1.0, 10.0] and s["reached"] == [2, 2, 1]  # step 3: only A got there
     budget, best = equal_budget(records)
     assert budget == {"A": 3, "B": 2} and best["s"] == {"A": 10.0, "B": 0.0}
+
+
+def test_steps_are_counted_by_kind_against_a_correct_parent_and_the_searchs_best():
+    def rec(node, parent, kind, ranked):
+        return {"search": "A__s", "strategy": "s", "problem": "A", "ok": True, "node": node, "parent": parent,
+                "kind": kind, "verdict": "passed" if ranked else "mismatch", "ranked_speedup": ranked}
+    records = [rec(1, 0, "large", 2.0), rec(2, 0, "large", None), rec(3, 1, "small", 3.0),
+               rec(4, 2, "small", 5.0), rec(5, 3, "large", 2.5), rec(6, 1, "small", 1.0)]
+    rows = by_kind(records)
+    assert rows[("s", "large (root)")] == {"steps": 2, "passed": 1, "beat": 0, "vs_parent": 0, "new_best": 0}
+    # node 4's parent failed: it counts as passed and a new best, not against a parent
+    assert rows[("s", "small")] == {"steps": 3, "passed": 3, "beat": 1, "vs_parent": 2, "new_best": 2}
+    assert rows[("s", "large (off root)")] == {"steps": 1, "passed": 1, "beat": 0, "vs_parent": 1, "new_best": 0}
 
 
 def test_steps_a_cut_call_attached_leave_pending_and_the_rest_stay(tmp_path):
