@@ -41,7 +41,7 @@ result has the verdict, speedup, is_new_best, steps_left and, in `next_step`, th
 call.
 - Several kernels at once: `next_step(search_id, count=k)` once (a brief plus `more_steps`), then each round \
 `expand_nodes(search_id, items=[{{"step_id", "edits" or "kernel_source", "note"}}, ...], next=k)`: k results and \
-the next k briefs.
+the next k briefs; `same_parent_as` names the step whose parent fields a brief shares.
 
 3. Each verdict. passed: see `speedup`/`speedups` (null on the CPU) and keep going. compile_error / runtime_error: `error` has the message and your offending line; fix that line and \
 follow the `rules` it names. mismatch: `mismatch` names the output, the worst index and the error against \

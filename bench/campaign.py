@@ -325,7 +325,7 @@ async def save_kernels(client, folder: Path, brief: dict) -> None:
     kernel's tail, the search's best), to kernels/node-<id>.py: what an assistant following the pointer reads."""
     wanted = {}
     for step in [brief, *brief.get("more_steps", [])]:
-        if step.get("parent_kernel_uri") and not step.get("parent_kernel"):
+        if step.get("parent_kernel_uri") and not step.get("parent_kernel") and not step.get("same_parent_as"):
             wanted[step["parent_node_id"]] = step["parent_kernel_uri"]
         for ref in [*(step.get("pool") or []), *([step["best"]] if step.get("best") else [])]:
             if ref.get("kernel_truncated") or not ref.get("kernel"):  # `best` names its kernel by URI only

@@ -67,7 +67,8 @@ You are the proposer for {len(keys)} independent searches (different problems). 
 
 For each search:
 1. Read its brief file. It holds one step at the top level and the others in `more_steps`; fields listed in a
-   step's `same_as_first` are the same as the first step's (said once). Read `instructions`, `kind`, `rules`,
+   step's `same_as_first` are the same as the first step's (said once), and a step with `same_parent_as` grows
+   from the same parent as the step it names, whose parent fields hold it. Read `instructions`, `kind`, `rules`,
    `timing_note`, `parent_kernel` / `parent_evaluation` / `parent_failure` (small steps), `working_memory`,
    `pool` (large steps: the best kernels of other branches, to beat), `best`, `task` (shapes, dtypes).
 2. Read the reference source file (the PyTorch `Model` your `ModelNew` must match; it is what get_task returns).

@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 from adaexplore_mcp.app import App  # noqa: E402
 from adaexplore_mcp.config import Settings  # noqa: E402
 from adaexplore_mcp.judge import Judge  # noqa: E402
+from adaexplore_mcp.search.brief_batch import whole_steps  # noqa: E402
 from adaexplore_mcp.search.proposer import ScriptedProposer, default_templates  # noqa: E402
 from adaexplore_mcp.tasks.format import TaskSpec  # noqa: E402
 from adaexplore_mcp.tasks.library import builtin_task  # noqa: E402
@@ -116,7 +117,7 @@ def search_wall(task: str, steps: int, ways: int, home: Path, device: str) -> di
         t0 = time.perf_counter()
         brief = app.search.next_step(search_id, count=ways)
         while brief is not None and not brief.done:
-            briefs = [brief, *brief.more_steps]
+            briefs = whole_steps(brief)  # each step whole: the proposer reads one brief at a time
             if ways == 1:
                 brief = app.search.expand_node(search_id, brief.step_id, next=True, **proposer.propose(brief)).next_step
                 continue

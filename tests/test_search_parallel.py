@@ -3,6 +3,7 @@ processes expanding the handed-out steps of one search."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import time
@@ -351,3 +352,50 @@ def test_briefs_handed_out_together_say_the_shared_parts_once(tmp_path: Path) ->
             assert "instructions" in b.same_as_first and b.instructions == ""
     single = len(svc.next_step(sid, resend=True).model_dump_json())
     assert len(three.model_dump_json()) < 2 * single  # three steps for less than two whole briefs
+
+
+def test_steps_grown_from_one_parent_carry_it_once(tmp_path: Path) -> None:
+    svc = service(tmp_path / "db.sqlite3")
+    sid = svc.start_search("t1", 8, strategy="iterative_refinement")
+    one = svc.next_step(sid)
+    svc.expand_node(sid, one.step_id, kernel_source=kernel("a"))
+    three = svc.next_step(sid, count=3)
+    first, *more = briefs(three)
+    assert first.kind == "small" and first.parent_kernel and first.working_memory  # refinement: all from node 1
+    for b in more:
+        assert b.parent_node_id == first.parent_node_id and b.same_parent_as == first.step_id
+        assert b.parent_kernel is None and b.parent_evaluation is None and b.working_memory == []
+        assert b.parent_kernel_uri == first.parent_kernel_uri  # the pointer stays: it is short
+    resent = briefs(svc.next_step(sid, count=3, resend=True))
+    assert [b.same_parent_as for b in resent] == [None, resent[0].step_id, resent[0].step_id]
+    assert three.model_dump_json().count(json.dumps(first.parent_kernel)[1:-1]) == 1  # the kernel, written once
+
+
+def test_a_parent_is_said_once_by_the_first_step_that_carries_it(tmp_path: Path) -> None:
+    from adaexplore_mcp.search.brief_batch import share_parents
+    from adaexplore_mcp.search.types import Brief
+
+    def brief(step: str, parent: int | None, kernel_text: str | None = None, sent: bool = False) -> Brief:
+        return Brief(search_id="s", step_id=step, kind="small" if kernel_text else "large", parent_node_id=parent,
+                     parent_kernel=kernel_text, strategy="adaexplore", timing_available=True, budget=9,
+                     steps_used=0, steps_left=9, already_sent=sent)
+
+    out = share_parents([brief("a", 1, "k1"), brief("b", 2, "k2"), brief("c", 1, "k1"), brief("d", 2, "k2"),
+                         brief("e", 0), brief("f", 1, "k1", sent=True), brief("g", 1, "k1 changed")])
+    assert [b.same_parent_as for b in out] == [None, None, "a", "b", None, None, None]
+    assert [b.parent_kernel for b in out] == ["k1", "k2", None, None, None, "k1", "k1 changed"]
+
+
+def test_whole_steps_puts_back_what_an_answer_said_once(tmp_path: Path) -> None:
+    from adaexplore_mcp.search.brief_batch import whole_steps
+
+    svc = service(tmp_path / "db.sqlite3")
+    sid = svc.start_search("t1", 8, strategy="iterative_refinement")
+    one = svc.next_step(sid)
+    svc.expand_node(sid, one.step_id, kernel_source=kernel("a"))
+    three = svc.next_step(sid, count=3)
+    steps = whole_steps(three)
+    assert [b.step_id for b in steps] == [three.step_id, *(b.step_id for b in three.more_steps)]
+    for b in steps:  # each as next_step(count=1) would have written it
+        assert b.parent_kernel == three.parent_kernel and b.working_memory == three.working_memory
+        assert b.task == three.task and b.instructions and not b.same_as_first and b.same_parent_as is None

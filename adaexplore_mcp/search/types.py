@@ -136,6 +136,9 @@ class Brief(BaseModel):
     best: BestSummary | None = None
     same_as_first: list[str] = Field(default_factory=list, description="in more_steps: the fields left out here "
                                      "because they equal the top-level brief's (read them there)")
+    same_parent_as: str | None = Field(default=None, description="in more_steps: this step grows from the same "
+                                       "parent as step <same_parent_as> of this answer; its parent_kernel, "
+                                       "parent_evaluation, parent_failure and working_memory are there")
     already_sent: bool = Field(default=False, description="this step's brief was handed out by an earlier call and "
                                "is unchanged; next_step(resend=true) repeats it whole")
 

@@ -66,7 +66,8 @@ best kernels of other branches), the `rules` most relevant to it, the task and s
 spent. Called again before expand_node, it returns the same step as a stub (`already_sent`: you have its brief;
 `resend=true` repeats it whole). Cheap. `count` (1-{MAX_STEPS_AT_ONCE}): steps to work on at once; the steps out
 come first, then new ones; the first brief fills the result, the others are in `more_steps` without the fields
-they share with it (named in `same_as_first`)."""
+they share with it (named in `same_as_first`), and a step grown from the parent of an earlier step of the answer
+names that step in `same_parent_as` instead of repeating the parent's kernel and memory."""
 
 EXPAND_NODES_DOC = f"""Answer several steps of one search in one call: `items` is a list of 1-{MAX_STEPS_AT_ONCE}
 {{"step_id", "kernel_source" or "edits", "note"}}, each as in expand_node. The kernels are evaluated together;
