@@ -91,4 +91,5 @@ def assemble(briefs: Sequence[Brief], fresh: Sequence[bool]) -> StepBrief:
     return first
 
 
-__all__ = ["ALREADY_SENT", "PARENT_FIELDS", "SHARED_FIELDS", "assemble", "compact", "share_parents", "stub", "whole_steps"]
+__all__ = ["ALREADY_SENT", "PARENT_FIELDS", "SHARED_FIELDS", "assemble", "compact", "share_parents", "stub",
+           "whole_steps"]
