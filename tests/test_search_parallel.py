@@ -354,12 +354,17 @@ def test_briefs_handed_out_together_say_the_shared_parts_once(tmp_path: Path) ->
     assert len(three.model_dump_json()) < 2 * single  # three steps for less than two whole briefs
 
 
-def test_steps_grown_from_one_parent_carry_it_once(tmp_path: Path) -> None:
-    svc = service(tmp_path / "db.sqlite3")
+def _refinement_answer(path: Path) -> tuple[SearchService, str, Any]:
+    """Iterative refinement after one correct node: next_step(count=3) hands out three steps, all from node 1."""
+    svc = service(path)
     sid = svc.start_search("t1", 8, strategy="iterative_refinement")
     one = svc.next_step(sid)
     svc.expand_node(sid, one.step_id, kernel_source=kernel("a"))
-    three = svc.next_step(sid, count=3)
+    return svc, sid, svc.next_step(sid, count=3)
+
+
+def test_steps_grown_from_one_parent_carry_it_once(tmp_path: Path) -> None:
+    svc, sid, three = _refinement_answer(tmp_path / "db.sqlite3")
     first, *more = briefs(three)
     assert first.kind == "small" and first.parent_kernel and first.working_memory  # refinement: all from node 1
     for b in more:
@@ -389,11 +394,7 @@ def test_a_parent_is_said_once_by_the_first_step_that_carries_it(tmp_path: Path)
 def test_whole_steps_puts_back_what_an_answer_said_once(tmp_path: Path) -> None:
     from adaexplore_mcp.search.brief_batch import whole_steps
 
-    svc = service(tmp_path / "db.sqlite3")
-    sid = svc.start_search("t1", 8, strategy="iterative_refinement")
-    one = svc.next_step(sid)
-    svc.expand_node(sid, one.step_id, kernel_source=kernel("a"))
-    three = svc.next_step(sid, count=3)
+    _, _, three = _refinement_answer(tmp_path / "db.sqlite3")
     steps = whole_steps(three)
     assert [b.step_id for b in steps] == [three.step_id, *(b.step_id for b in three.more_steps)]
     for b in steps:  # each as next_step(count=1) would have written it
