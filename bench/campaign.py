@@ -11,6 +11,7 @@ host lent call by call): copy the folder back and forth.
 A round call serves every search at its own pace: it submits the proposals that are there, and hands out a
 search's next briefs once none of its steps waits for a proposal (searches need not move in lockstep).
     python bench/campaign.py reference --dir D --kernel NAME=PATH ...   # e.g. a paper's released kernels
+    python bench/campaign.py renew --dir D     # steps out wait another lease for their proposals (no GPU)
     python bench/campaign.py table --dir D                        # the table, from D/records.jsonl alone
     python bench/campaign.py table --dir D --from-store [--steps N]   # from the server's store (cut-off calls too)
     python bench/campaign.py export --dir D --out records.jsonl   # the store's records, to keep with results
@@ -337,6 +338,28 @@ async def save_kernels(client, folder: Path, brief: dict) -> None:
             path.write_text((await client.read_resource(uri)).contents[0].text)
 
 
+async def run_renew(args: argparse.Namespace) -> int:
+    """Renew the leases of every step handed out and not yet answered (next_step with resend, as many steps as
+    are out, so no new step is made): proposals written for them stay answerable another lease. Needs no GPU."""
+    from mcp import Client
+
+    d = Path(args.dir)
+    cfg, state = load(d / "campaign.json"), load(d / "state.json")
+    gone = 0
+    async with Client(server_params(d, cfg["lease_s"]), read_timeout_seconds=args.call_timeout_s) as client:
+        for key, search_id in state["searches"].items():
+            pending = set(load(d / "briefs" / key / "pending.json", {"steps": {}})["steps"])
+            if not pending:
+                continue
+            brief = await call(client, "next_step", {"search_id": search_id, "count": len(pending), "resend": True})
+            out = {s.get("step_id") for s in [brief, *brief.get("more_steps", [])]} - {None}
+            missing = sorted(pending - out)
+            gone += len(missing)
+            print(f"{key}: {len(pending & out)} of {len(pending)} leases renewed"
+                  + (f"; no longer out (expired or answered): {missing}" if missing else ""), flush=True)
+    return 1 if gone else 0
+
+
 async def run_reference(args: argparse.Namespace) -> int:
     """Evaluate given kernels (NAME=PATH, NAME a campaign problem) through evaluate_kernel: a reference point."""
     from mcp import Client
@@ -409,12 +432,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lease-s", type=float, default=LEASE_S)
     p.add_argument("--force", action="store_true")
-    for name in ("round", "reference"):
+    for name in ("round", "reference", "renew"):
         p = sub.add_parser(name)
         p.add_argument("--dir", required=True)
-        p.add_argument("--deadline-s", type=float, default=480.0, help="stop starting new work after this")
-        p.add_argument("--concurrency", type=int, default=8, help="searches submitted at once")
         p.add_argument("--call-timeout-s", type=float, default=900.0)
+        if name != "renew":
+            p.add_argument("--deadline-s", type=float, default=480.0, help="stop starting new work after this")
+            p.add_argument("--concurrency", type=int, default=8, help="searches submitted at once")
         if name == "round":
             p.add_argument("--search", action="append", help="only this search (repeatable)")
             p.add_argument("--hand-out-only", action="store_true", help="submit nothing, only hand out briefs "
@@ -443,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import anyio
 
-    return anyio.run(run_round if args.cmd == "round" else run_reference, args)
+    return anyio.run({"round": run_round, "reference": run_reference, "renew": run_renew}[args.cmd], args)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,17 @@ from tests.tiny import SCALE_KERNEL, SCALE_TASK
 pytestmark = pytest.mark.slow
 
 
-def _round(d: Path) -> None:
-    """One round as the campaign's user runs it: its own process, whose stderr the server's log goes to."""
-    done = subprocess.run([sys.executable, str(Path(campaign.__file__)), "round", "--dir", str(d), "--deadline-s",
-                           "600", "--call-timeout-s", "300"], env={**os.environ, "ADAEXPLORE_DEVICE": "cpu"},
+def _driver(d: Path, command: str, *extra: str) -> str:
+    """One driver command as the campaign's user runs it: its own process, whose stderr the server's log goes to."""
+    done = subprocess.run([sys.executable, str(Path(campaign.__file__)), command, "--dir", str(d),
+                           "--call-timeout-s", "300", *extra], env={**os.environ, "ADAEXPLORE_DEVICE": "cpu"},
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _round(d: Path) -> None:
+    _driver(d, "round", "--deadline-s", "600")
 
 
 def test_a_campaign_hands_out_briefs_takes_proposals_and_prints_its_table(tmp_path, capsys):
@@ -46,6 +51,8 @@ def test_a_campaign_hands_out_briefs_takes_proposals_and_prints_its_table(tmp_pa
             (d / "proposals" / key / f"{step_id}.py").write_text(SCALE_KERNEL)
             (d / "proposals" / key / f"{step_id}.note").write_text("one masked elementwise kernel")
 
+    renewed = _driver(d, "renew")  # the steps out wait another lease; none is added
+    assert renewed.count("2 of 2 leases renewed") == 2
     _round(d)  # round 2: the proposals judged; with the budget spent, every search is done
     records = [json.loads(line) for line in (d / "records.jsonl").read_text().splitlines()]
     assert len(records) == 4 and all(r["ok"] and r["verdict"] == "passed" for r in records)
