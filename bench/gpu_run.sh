@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU measurement of this project in one batch (device time is scarce: one call does it all).
-# Usage on the GPU host, from the repo root, after the wheel line of ../shared/gpu/wheels.sh:
+# Usage on the GPU host, from the repo root, with this package's dependencies importable (wheels on PYTHONPATH):
 #   bash bench/gpu_run.sh "$OUT"
 # Writes results under bench/results/<date>/ (copied back as one tarball in $1) and a log.
 set -u

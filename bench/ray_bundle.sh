@@ -2,8 +2,8 @@
 # Ray for the GPU host within the device tool's 64 MiB carry. The wheel is 79 MB; judge actors never load
 # its Java jars, RLlib, Data, Serve, Tune or Train, and without them one xz tarball is about 30 MB.
 # Usage, from the repo root:  bash bench/ray_bundle.sh   (fills .raybundle/, git-ignored)
-# Carry .raybundle beside .whl; on the GPU host, after the wheel line of ../shared/gpu/wheels.sh (which
-# brings jsonschema, the one dependency of ray's core the host lacks), run the line this prints.
+# Carry .raybundle beside the wheels; on the GPU host, once the package's wheels are installed (they bring
+# jsonschema, the one dependency of ray's core the host lacks), run the line this prints.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 grep -qxF '/.raybundle/' .git/info/exclude 2>/dev/null || echo '/.raybundle/' >> .git/info/exclude
