@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One campaign round on the GPU host, from the repository root (after the wheel line of the GPU wheels script):
+# One campaign round on the GPU host, from the repository root, with the package's dependencies importable:
 # submit the proposals in D, judge them, hand out the next briefs. D comes back as $OUT/D.tgz, written every 15 s
 # while the round runs too, so a call cut off keeps what the store attached (the next call goes on from there).
 #   D=.campaign/D T=540 DL=510 bash bench/campaign_round.sh
