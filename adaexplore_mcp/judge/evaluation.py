@@ -80,8 +80,8 @@ def evaluate(ref_ee: Referee, req: dict, progress: Progress) -> RefereeResult:
         if exc.worth_a_fresh_referee(ref_ee):
             out.oom = True
             freed = ref_ee.evict_all_but(None)
-            out.warnings.append(f"the reference failed on a busy GPU ({'out of memory' if exc.oom else 'its process died'}"
-                                f"); {freed} cached reference(s) were released")
+            how = "out of memory" if exc.oom else "its process died"
+            out.warnings.append(f"the reference failed on a busy GPU ({how}); {freed} cached reference(s) were released")
         out.fail(Verdict.runtime_error, error=static_error(f"{exc}", exception="ReferenceFailure").model_dump())
     finally:
         if cand is not None:

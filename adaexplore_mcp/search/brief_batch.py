@@ -30,14 +30,18 @@ ALREADY_SENT = ("This step's brief was handed out by an earlier call and is unch
                 "step_id). Lost it? next_step(search_id, count, resend=true) repeats it whole.")
 
 
+def _defaults(fields: Sequence[str]) -> dict:
+    """Each field at its default: what a brief that leaves the fields out carries."""
+    return {f: Brief.model_fields[f].get_default(call_default_factory=True) for f in fields}
+
+
 def compact(first: Brief, other: Brief) -> Brief:
     """`other` without the fields it shares with `first` (named in same_as_first)."""
     same = [f for f in SHARED_FIELDS if getattr(other, f) == getattr(first, f) and getattr(first, f) not in
             (None, "", [], 0)]
     if not same:
         return other
-    cleared = {f: Brief.model_fields[f].get_default(call_default_factory=True) for f in same}
-    return other.model_copy(update={**cleared, "same_as_first": same})
+    return other.model_copy(update={**_defaults(same), "same_as_first": same})
 
 
 def share_parents(briefs: Sequence[Brief]) -> list[Brief]:
@@ -51,8 +55,7 @@ def share_parents(briefs: Sequence[Brief]) -> list[Brief]:
             continue
         carrier = carriers.get(b.parent_node_id)
         if carrier is not None and all(getattr(b, f) == getattr(carrier, f) for f in PARENT_FIELDS):
-            cleared = {f: Brief.model_fields[f].get_default(call_default_factory=True) for f in PARENT_FIELDS}
-            b = b.model_copy(update={**cleared, "same_parent_as": carrier.step_id})
+            b = b.model_copy(update={**_defaults(PARENT_FIELDS), "same_parent_as": carrier.step_id})
         else:
             carriers.setdefault(b.parent_node_id, b)
         out.append(b)
@@ -71,13 +74,14 @@ def whole_steps(answer: StepBrief) -> list[Brief]:
     """Every step of an answer with what it left out put back (the fields of `same_as_first`, the parent of
     `same_parent_as`): for a program that proposes from one brief at a time."""
     first = Brief.model_validate(answer.model_dump(exclude={"more_steps"}))
-    out = [first]
+    out, by_id = [first], {first.step_id: first}
     for b in answer.more_steps:
         fill = {f: getattr(first, f) for f in b.same_as_first}
-        carrier = next((c for c in out if b.same_parent_as and c.step_id == b.same_parent_as), None)
-        if carrier is not None:
-            fill.update({f: getattr(carrier, f) for f in PARENT_FIELDS})
-        out.append(b.model_copy(update={**fill, "same_as_first": [], "same_parent_as": None}))
+        if b.same_parent_as in by_id:  # a carrier always comes earlier in the answer
+            fill.update({f: getattr(by_id[b.same_parent_as], f) for f in PARENT_FIELDS})
+        whole = b.model_copy(update={**fill, "same_as_first": [], "same_parent_as": None})
+        out.append(whole)
+        by_id[whole.step_id] = whole
     return out
 
 

@@ -56,5 +56,5 @@ PLANNERS = {
 }
 
 
-def plan_step(strategy: str, tree: Tree, params: SearchParams, seed: int, counter: int, task_id: str = "") -> Plan:
+def plan_step(strategy: str, tree: Tree, params: SearchParams, seed: int, counter: int, task_id: str) -> Plan:
     return PLANNERS[strategy](tree, params, step_rng(seed, counter, task_id))
