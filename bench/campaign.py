@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.campaign_records import load, read_store, records_from_store, step_record, steps_of  # noqa: E402
 from bench.campaign_table import print_tables, read_jsonl  # noqa: E402
 
 STRATEGIES = {  # label -> (server strategy, search constants)
@@ -58,10 +59,6 @@ STRATEGIES = {  # label -> (server strategy, search constants)
     "adaexplore_norules": ("adaexplore", {"max_rules": 0}),
 }
 LEASE_S = 7 * 24 * 3600.0  # proposers answer between device loans: a step handed out must not expire
-
-
-def load(path: Path, default: Any = None) -> Any:
-    return json.loads(path.read_text()) if path.exists() else default
 
 
 def save(path: Path, data: Any) -> None:
@@ -221,13 +218,6 @@ async def submit(client, d: Path, key: str, search_id: str, rnd: int, say) -> No
     say(f"{key}: expanded {len(items)} in {elapsed:.1f}s: {verdicts}")
 
 
-def read_store(d: Path):
-    """The server's store in the campaign folder, opened read-only (the driver never writes it)."""
-    import sqlite3
-
-    return sqlite3.connect(f"file:{(d / 'home' / 'adaexplore.sqlite3').resolve()}?mode=ro", uri=True)
-
-
 def forget_finished_steps(d: Path) -> dict[str, int]:
     """Drop from every pending.json the steps the server's store says are done. A call cut off mid-round leaves
     steps that the store attached (each item is attached as its evaluation ends) but that the driver never saw
@@ -261,33 +251,6 @@ def read_proposal(folder: Path, step_id: str) -> dict | None:
     return None
 
 
-def step_record(key: str, search_id: str, rnd: int, res: dict, info: dict, seconds: float) -> dict:
-    """What the table needs of one expanded step (and the item's error when it did not expand)."""
-    problem, label = key.split("__", 1)
-    rec: dict[str, Any] = {"search": key, "problem": problem, "strategy": label, "search_id": search_id,
-                           "round": info.get("round"), "call": rnd, "step_id": res["step_id"], "kind": info.get("kind"),
-                           "parent": info.get("parent"), "brief_chars": info.get("brief_chars"),
-                           "ok": res["ok"], "seconds": round(seconds, 2)}
-    if not res["ok"]:
-        rec["error"] = str(res.get("error"))[:500]
-        return rec
-    r = res["result"]
-    ev = r["evaluation"]
-    timing = ev.get("timing") or {}
-    roof = timing.get("roofline") or {}
-    err = ev.get("error") or {}
-    rec.update(node=r["node_id"], verdict=ev["verdict"], speedup=ev.get("speedup"),
-               speedup_tf32=ev.get("speedup_tf32"), speedup_compile=timing.get("speedup_compile"),
-               pct_roofline=roof.get("pct_roofline"), ranked_speedup=r.get("ranked_speedup"),
-               ranked_against=r.get("ranked_against"),
-               below_fp32=bool((ev.get("precision") or {}).get("below_fp32")), reward=r["reward"],
-               is_new_best=r["is_new_best"], duplicate_of=r.get("duplicate_of"),
-               error=(f"{err.get('exception')}: {err.get('message')}"[:300] if err else
-                      (ev.get("rejected") or {}).get("check") or (ev.get("mismatch") or {}).get("reason")),
-               rules=[x.get("rule_id") for x in ev.get("rules") or []], gpu=timing.get("gpu"))
-    return rec
-
-
 async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_flight: int, say) -> None:
     """next_step(count=in_flight): the whole response to briefs/<key>/round-<n>.json, the steps to pending."""
     brief = await call(client, "next_step", {"search_id": search_id, "count": in_flight, "resend": True})
@@ -299,7 +262,7 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
         save(folder / "pending.json", pending)
         return
     if not (folder / "reference.py").exists():  # what an assistant gets when it follows the brief's pointer
-        task_id = next(((s.get("task") or {}).get("task_id") for s in [brief, *brief.get("more_steps", [])]
+        task_id = next(((s.get("task") or {}).get("task_id") for s in steps_of(brief)
                         if (s.get("task") or {}).get("task_id")), None)
         if task_id:
             detail = await call(client, "get_task", {"task_id": task_id})
@@ -307,7 +270,7 @@ async def hand_out(client, d: Path, key: str, search_id: str, rnd: int, in_fligh
     await save_kernels(client, folder, brief)
     own_round = len(list(folder.glob("round-*.json"))) + 1  # this search's own round (searches move apart)
     save(folder / f"round-{own_round}.json", brief)
-    steps = [brief, *brief.get("more_steps", [])]
+    steps = steps_of(brief)
     size = len(json.dumps(brief))  # what the proposer reads; shared parts are said once, so each step's share
     pending["steps"] = {}
     for s in steps:
@@ -325,7 +288,7 @@ async def save_kernels(client, folder: Path, brief: dict) -> None:
     """The full source behind every kernel_uri whose kernel a brief cut or left out (a large step's parent, a pool
     kernel's tail, the search's best), to kernels/node-<id>.py: what an assistant following the pointer reads."""
     wanted = {}
-    for step in [brief, *brief.get("more_steps", [])]:
+    for step in steps_of(brief):
         if step.get("parent_kernel_uri") and not step.get("parent_kernel") and not step.get("same_parent_as"):
             wanted[step["parent_node_id"]] = step["parent_kernel_uri"]
         for ref in [*(step.get("pool") or []), *([step["best"]] if step.get("best") else [])]:
@@ -352,7 +315,7 @@ async def run_renew(args: argparse.Namespace) -> int:
             if not pending:
                 continue
             brief = await call(client, "next_step", {"search_id": search_id, "count": len(pending), "resend": True})
-            out = {s.get("step_id") for s in [brief, *brief.get("more_steps", [])]} - {None}
+            out = {s.get("step_id") for s in steps_of(brief)} - {None}
             missing = sorted(pending - out)
             gone += len(missing)
             print(f"{key}: {len(pending & out)} of {len(pending)} leases renewed"
@@ -386,38 +349,6 @@ async def run_reference(args: argparse.Namespace) -> int:
                 out.write(json.dumps(rec) + "\n")
             print(json.dumps(rec), flush=True)
     return 0
-
-
-def records_from_store(d: Path) -> list[dict]:
-    """Every node of every search, as step records, read from the server's own store: the table's source when a
-    call was cut off (expand_nodes attaches each item as its evaluation ends, so the store holds steps whose batch
-    never returned to the driver). Brief sizes come from the round files that handed each step out."""
-    state = load(d / "state.json")
-    chars: dict[str, int] = {}
-    for path in (d / "briefs").glob("*/round-*.json"):
-        brief = load(path)
-        steps = [brief, *brief.get("more_steps", [])]
-        for st in steps:
-            if st.get("step_id"):
-                chars[st["step_id"]] = round(len(json.dumps(brief)) / len(steps))
-    conn = read_store(d)
-    out = []
-    for key, search_id in state["searches"].items():
-        rows = conn.execute(
-            "SELECT n.node_id, n.parent_id, n.kind, n.verdict, n.speedup, n.reward, n.step_id,"
-            " COALESCE(e.result, p.evaluation) FROM nodes n JOIN node_payloads p ON p.search_id = n.search_id"
-            " AND p.node_id = n.node_id LEFT JOIN evaluations e ON e.eval_id = p.eval_id"
-            " WHERE n.search_id = ? AND n.node_id > 0 ORDER BY n.node_id", (search_id,)).fetchall()
-        for node_id, parent, kind, verdict, ranked, reward, step_id, evaluation in rows:
-            ev = {**json.loads(evaluation or "{}"), "verdict": verdict}
-            res = {"step_id": step_id, "ok": True, "result": {
-                "node_id": node_id, "reward": reward, "is_new_best": None, "ranked_speedup": ranked,
-                "ranked_against": None if ranked is None else ("tf32" if (ev.get("precision") or {}).get(
-                    "below_fp32") else "fp32"), "evaluation": ev}}
-            rec = step_record(key, search_id, None, res, {"kind": kind, "parent": parent,
-                                                           "brief_chars": chars.get(step_id)}, 0.0)
-            out.append(rec)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
