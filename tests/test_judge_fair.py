@@ -44,8 +44,9 @@ class Job:
     """
 
     def __init__(self, fs: FairSlots, client: str | None, name: str = "", *, hold: bool = True,
-                 order: list[str] | None = None, timeout: float | None = WAIT_S) -> None:
+                 order: list[str] | None = None, timeout: float | None = WAIT_S, key: str | None = None) -> None:
         self.fs, self.client, self.name, self.hold, self.order = fs, client, name, hold, order
+        self.key = key
         self.timeout = timeout
         self.slot: int | None = None
         self.error: BaseException | None = None
@@ -55,7 +56,7 @@ class Job:
 
     def _run(self) -> None:
         try:
-            self.slot = self.fs.acquire(self.client, timeout=self.timeout)
+            self.slot = self.fs.acquire(self.client, timeout=self.timeout, key=self.key)
         except BaseException as e:  # noqa: BLE001 - surfaced by the test
             self.error = e
             self.granted.set()
@@ -349,7 +350,7 @@ def test_many_threads_never_share_a_slot() -> None:
                 # some acquires use a tiny timeout, to exercise waiters leaving mid-queue
                 timeout = 0.0005 if rng.random() < 0.2 else WAIT_S
                 try:
-                    slot = fs.acquire(client, timeout=timeout)
+                    slot = fs.acquire(client, timeout=timeout, key=rng.choice(["A", "B", None]))
                 except TimeoutError:
                     with guard:
                         timeouts[0] += 1
@@ -404,3 +405,76 @@ def test_strict_mode_always_keeps_a_slot_for_another_client() -> None:
     slots.release(other)
     slots.release(first)
     assert FairSlots([0], strict=True).acquire("alone", timeout=0.1) == 0  # one slot: nothing to keep back
+
+
+# -- task affinity -------------------------------------------------------------------------------------
+
+
+def test_a_free_slot_that_served_the_task_is_chosen_over_an_older_free_slot() -> None:
+    fs = FairSlots([0, 1, 2])
+    first = fs.acquire("c", key="A")
+    fs.release(first)  # free now: 1, 2, then the slot that served A
+    for_b = fs.acquire("c", key="B")
+    assert for_b != first  # a new task takes a slot that knows nothing, not A's
+    assert fs.acquire("c", key="A") == first  # A's slot, although it was freed last
+    assert fs.acquire("c", key="A", timeout=0) not in (first, for_b)  # no warm slot left: the cold one
+    assert fs.snapshot()["warm"][first] == ["A"] and fs.snapshot()["warm"][for_b] == ["B"]
+
+
+def test_a_released_warm_slot_goes_to_the_oldest_waiter_of_its_task_then_to_the_one_passed_over() -> None:
+    fs = FairSlots([0, 1])
+    slot_a = fs.acquire("c", key="A")
+    slot_b = fs.acquire("c", key="B")
+    order: list[str] = []
+    wants_c = Job(fs, "c", "C", hold=False, order=order, key="C").start_queued()
+    wants_a = Job(fs, "c", "A", hold=False, order=order, key="A").start_queued()
+    fs.release(slot_a)  # warm for A: the younger A waiter goes first, on it; then C, passed over once
+    for job in (wants_a, wants_c):
+        job.finish()
+    assert order == ["A", "C"]
+    assert wants_a.slot == slot_a and wants_c.slot == slot_a
+    fs.release(slot_b)
+    check_invariants(fs.snapshot())
+
+
+def test_a_waiter_is_passed_over_at_most_patience_times() -> None:
+    fs = FairSlots([0, 1], patience=1)
+    slot_a = fs.acquire("c", key="A")
+    held_b = fs.acquire("c", key="B")
+    cold = Job(fs, "c", "cold", key="C").start_queued()
+    warm1 = Job(fs, "c", "warm1", key="A").start_queued()
+    warm2 = Job(fs, "c", "warm2", key="A").start_queued()
+    fs.release(slot_a)
+    assert warm1.granted.wait(WAIT_S) and warm1.slot == slot_a  # `cold` passed over once ...
+    warm1.finish()
+    assert cold.granted.wait(WAIT_S) and cold.slot == slot_a  # ... and not again, though warm2 fits A's slot
+    assert not warm2.granted.is_set()
+    cold.finish()
+    assert warm2.granted.wait(WAIT_S)
+    warm2.finish()
+    fs.release(held_b)
+    check_invariants(fs.snapshot())
+
+
+def test_affinity_never_overrides_fairness_between_clients() -> None:
+    fs = FairSlots([0])
+    slot = fs.acquire("x", key="A")
+    order: list[str] = []
+    jobs = [Job(fs, "b", "b-cold", hold=False, order=order, key="B").start_queued(),
+            Job(fs, "a", "a-warm", hold=False, order=order, key="A").start_queued()]
+    fs.release(slot)  # b is first in the rotation: it is served first, although the slot is warm for A
+    for job in jobs:
+        job.finish()
+    assert order == ["b-cold", "a-warm"]
+
+
+def test_a_forgotten_slot_is_cold_and_patience_zero_is_first_in_first_out() -> None:
+    fs = FairSlots([0, 1])
+    slot = fs.acquire("c", key="A")
+    fs.release(slot)
+    fs.forget(slot)  # its worker was replaced
+    assert slot not in fs.snapshot()["warm"]
+    plain = FairSlots([0, 1], patience=0)
+    first = plain.acquire("c", key="A")
+    plain.release(first)
+    assert plain.acquire("c", key="A") != first  # the oldest free slot, as without affinity

@@ -37,6 +37,11 @@ DEGENERATE = ("this task is degenerate (a constant or input-independent output w
 REFEREE_MARGIN_S = 60.0
 
 
+def _affinity(task_req: dict[str, Any]) -> tuple[str, bool]:
+    """What a worker that judged this task keeps warm (its reference, at these shapes): the pool's affinity key."""
+    return (str(task_req["module"]), bool(task_req["shapes"]))
+
+
 def _cuda_available() -> bool:
     try:
         import torch
@@ -144,7 +149,8 @@ class Judge:
         request = {"op": "evaluate", "task": task_req, "cand_module": name, "cand_source": kernel_source,
                    "limits": asdict(limits), "timeout_s": timeout}
         for attempt in range(2):
-            with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (config, worker):
+            with self._pool.lease(client if client is not None else CURRENT_CLIENT.get(),
+                                  key=_affinity(task_req)) as (config, worker):
                 report(0.05, "compiling")
                 call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
                 if call.kind != "ok" or call.result.control.spent:
@@ -213,7 +219,7 @@ class Judge:
         timeout = self._timeout(timeout_s)
         request = {"op": "probe", "task": task_req, "limits": asdict(self.settings.limits), "timeout_s": timeout}
         ref = CandidateFile(f"/tmp/{task_req['module']}.py", task.source)
-        with self._pool.lease() as (_, worker):
+        with self._pool.lease(key=_affinity(task_req)) as (_, worker):
             call = worker.call(request, timeout + REFEREE_MARGIN_S, None)
             if call.kind != "ok" or call.result.control.spent:
                 worker.discard = True
@@ -245,7 +251,8 @@ class Judge:
         timeout = self._timeout(timeout_s)
         request = {"op": "profile", "task": task_req, "cand_module": f"cand_{source_hash(kernel_source)}",
                    "cand_source": kernel_source, "runs": runs, "timeout_s": timeout}
-        with self._pool.lease(client if client is not None else CURRENT_CLIENT.get()) as (_, worker):
+        with self._pool.lease(client if client is not None else CURRENT_CLIENT.get(),
+                              key=_affinity(task_req)) as (_, worker):
             report(0.05, "profiling")
             call = worker.call(request, timeout + REFEREE_MARGIN_S, report)
             if call.kind != "ok" or call.result.control.spent:

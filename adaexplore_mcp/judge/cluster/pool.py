@@ -23,7 +23,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -267,8 +267,9 @@ class RayPool:
         return [w.wait_ready() for w in list(self._workers.values())]
 
     @contextmanager
-    def lease(self, client: str | None = None) -> Iterator[tuple[Any, RayWorker]]:
-        """A free actor; on exit it goes back, or is replaced if dead, marked `discard`, or worn out.
+    def lease(self, client: str | None = None, key: Hashable = None) -> Iterator[tuple[Any, RayWorker]]:
+        """A free actor (`key`: FairSlots' task affinity); on exit it goes back, or is replaced if dead,
+        marked `discard`, or worn out.
 
         The yielded config reads like the slot's WorkerConfig, but its `physical_index` is the GPU the actor
         reported (the physical id on its own host), known only once a new actor has started."""
@@ -276,16 +277,18 @@ class RayPool:
             raise WorkerStartError("the judge is closed")
         self.start()
         assert self._slots is not None
-        slot = self._slots.acquire(client)
+        slot = self._slots.acquire(client, key=key)
         worker = self._workers[slot]
         try:
             if worker.dead:
                 worker.respawn()
+                self._slots.forget(slot)
             yield _ConfigAfterCall(self._configs[slot], worker), worker
         finally:
             try:
                 if not self._closed and (worker.discard or worker.evals >= RECYCLE_AFTER or worker.dead):
                     worker.respawn()
+                    self._slots.forget(slot)
             finally:
                 self._slots.release(slot)
 

@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,15 +191,16 @@ class Pool:
         return [w.wait_ready() for w in list(self._workers.values())]
 
     @contextmanager
-    def lease(self, client: str | None = None) -> Iterator[tuple[WorkerConfig, Worker]]:
-        """A free worker (fairly among clients); on exit it goes back, or is replaced if marked `discard`.
+    def lease(self, client: str | None = None, key: Hashable = None) -> Iterator[tuple[WorkerConfig, Worker]]:
+        """A free worker (fairly among clients; `key`, the task's reference, prefers a worker that has it
+        warm: FairSlots' task affinity); on exit it goes back, or is replaced if marked `discard`.
 
         No `return` in the `finally`: that would swallow the caller's exception (a server stopping
         mid-evaluation then surfaced as an UnboundLocalError far away)."""
         if self._closed:
             raise WorkerStartError("the judge is closed")
         self.start()
-        slot = self._slots.acquire(client)
+        slot = self._slots.acquire(client, key=key)
         try:
             worker = self._workers[slot]
             if not worker.alive() and worker.info is not None:
@@ -226,6 +227,7 @@ class Pool:
             if self._closed:
                 raise WorkerStartError("the judge is closed")
             self._workers[slot] = Worker(self._configs[slot])
+            self._slots.forget(slot)
             return self._workers[slot]
 
     def close(self) -> None:
