@@ -153,8 +153,10 @@ def internal_error_message(exc: BaseException) -> str:
 
 
 def error_message(exc: BaseException) -> str:
-    """What to tell the caller: a user error's own text, or the internal error's type and location."""
-    return user_message(exc) if is_user_error(exc) else internal_error_message(exc)
+    """What to tell the caller: a user error's own text (or that of an exception marked `plain_message`: the
+    environment's state, said for the caller), or the internal error's type and location."""
+    plain = is_user_error(exc) or getattr(exc, "plain_message", False)
+    return user_message(exc) if plain else internal_error_message(exc)
 
 
 def int64_problem(value: int) -> str | None:

@@ -217,3 +217,64 @@ def test_a_reference_that_died_loading_on_a_gpu_is_worth_a_fresh_referee(monkeyp
     raised = ReferenceFailure("the reference's forward raised RuntimeError: bad shape")
     assert not raised.worth_a_fresh_referee(referee("cuda"))  # its own error: retrying changes nothing
     assert out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+
+
+class _ClosingPool:
+    """A pool whose worker dies because the pool closes under it (the server stopping mid-evaluation)."""
+
+    closed = False
+
+    def lease(self, client=None, key=None):  # noqa: ANN001, ANN201 - the Pool's signature
+        from contextlib import contextmanager
+
+        from adaexplore_mcp.judge.processes import CallResult, WorkerConfig
+
+        pool = self
+
+        class _Worker:
+            discard = False
+
+            def call(self, request, timeout_s, progress):  # noqa: ANN001, ANN201
+                pool.closed = True
+                return CallResult("crashed", exitcode=70)
+
+        @contextmanager
+        def leased():  # noqa: ANN202
+            yield WorkerConfig(slot=0, backend="cpu", home="", log_dir=""), _Worker()
+
+        return leased()
+
+
+def test_a_judge_closed_mid_evaluation_gives_no_verdict(tmp_path: Path) -> None:
+    """Round 2 of the GPU campaign: the server, stopped at the round's time limit, stored 6 "crashed" verdicts
+    (exit code 70 or none) in the 16 s it took to stop, and the search attached each as the kernel's failure. A worker killed by the judge's own closing says nothing about the kernel: no verdict, and the error
+    says so in plain words wherever it surfaces (expand_nodes passes an item's error text on)."""
+    from adaexplore_mcp.errors import error_message
+    from adaexplore_mcp.judge import JudgeClosedError
+
+    j = Judge(cpu_settings(tmp_path))
+    j._pool = _ClosingPool()
+    with pytest.raises(JudgeClosedError, match="no verdict was recorded") as caught:
+        j.evaluate(task(), GOOD)
+    assert error_message(caught.value).startswith("the judge closed while this kernel was being evaluated")
+
+
+def test_the_referees_of_one_gpu_share_its_reference_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each referee cached references up to 40% of the GPU: 10 workers could hold 4 GPUs' worth. Round 2 of the
+    campaign (H100 80 GB, 10 workers, six KernelBench tasks) ran out of device memory 14 times in 2.6 minutes
+    (30 references dropped), and 3 of its 48 evaluations ended in an out-of-memory error. The judge tells each
+    worker how many share its GPU, and each caches in its share."""
+    import dataclasses
+
+    import torch
+
+    from adaexplore_mcp.judge import api
+    from adaexplore_mcp.judge.referee import _default_budget
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: types.SimpleNamespace(total_memory=80 << 30))
+    assert _default_budget("cuda") == int(0.4 * (80 << 30))
+    assert _default_budget("cuda", 10) == int(0.4 * (80 << 30) / 10)
+    monkeypatch.setattr(api, "_visible_gpus", lambda: ["0", "1"])
+    settings = dataclasses.replace(cpu_settings(tmp_path), device="cuda", workers_per_gpu=3)
+    j = Judge(settings)
+    assert sorted((c.cuda_visible, c.gpu_sharers) for c in j._pool._configs.values()) == [("0", 3)] * 3 + [("1", 3)] * 3

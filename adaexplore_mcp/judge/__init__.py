@@ -6,6 +6,6 @@ environment before their own torch and triton load.
 """
 
 from .api import Judge
-from .processes import WorkerStartError
+from .processes import JudgeClosedError, WorkerStartError
 
-__all__ = ["Judge", "WorkerStartError"]
+__all__ = ["Judge", "JudgeClosedError", "WorkerStartError"]

@@ -23,7 +23,7 @@ from ..config import Settings
 from ..models import Backend, ErrorDetail, Evaluation, TaskProbe, Verdict
 from ..tasks.format import TaskSpec, source_hash, top_level_names
 from .classify import CandidateFile, from_fault_dump, static_error
-from .processes import CallResult, Pool, WorkerConfig
+from .processes import CallResult, JudgeClosedError, Pool, WorkerConfig
 from .result import Control, Gone
 from .processes import describe_status, with_limits
 from .. import pyparse
@@ -85,7 +85,8 @@ class Judge:
             # the per-GPU lock (timing.gpu_lock) still lets only one of them time at once.
             per_gpu = [i for i in indices for _ in range(max(1, settings.workers_per_gpu))]
             configs = [WorkerConfig(slot=slot, backend="cuda", **common, cuda_visible=physical[i],
-                                    physical_index=int(physical[i]) if physical[i].isdigit() else i)
+                                    physical_index=int(physical[i]) if physical[i].isdigit() else i,
+                                    gpu_sharers=per_gpu.count(i))
                        for slot, i in enumerate(per_gpu)]
         else:
             configs = [WorkerConfig(slot=i, backend="cpu", **common)
@@ -161,6 +162,11 @@ class Judge:
             if not oom or attempt:
                 break
             report(0.05, "the GPU ran out of memory; retrying on a fresh judge process")
+        if self._pool.closed and (call.kind != "ok" or call.result.control.gone is not None):
+            # The campaign's round 2 stored 6 such "crashes" (exit code 70 or none) in the 16 s its server took to
+            # stop, each attached to its search as the kernel's failure.
+            raise JudgeClosedError("the judge closed while this kernel was being evaluated (the server is "
+                                   "stopping): no verdict was recorded; send the kernel again")
         ev = self._interpret(task, small, call, cand, timeout)
         if oom:
             ev.warnings.append("the GPU ran out of memory again on a fresh judge process: the task's reference "

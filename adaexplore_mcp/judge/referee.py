@@ -57,7 +57,7 @@ class Reference:
 
 class Referee:
     def __init__(self, device: str, home: Path, log_dir: Path, cache_dir: Path, sandbox_mode: str = "auto",
-                 reference_budget_bytes: int | None = None) -> None:
+                 gpu_sharers: int = 1) -> None:
         self.device = device
         self.home, self.log_dir = home, log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -79,7 +79,7 @@ class Referee:
         self.zygote = Zygote(env)
         self.refs: OrderedDict[tuple, Reference] = OrderedDict()
         self.spares: deque[RunnerHandle] = deque()
-        self.budget = reference_budget_bytes if reference_budget_bytes is not None else _default_budget(device)
+        self.budget = _default_budget(device, max(1, gpu_sharers))  # device memory its cached references may hold
         self.sandbox = "none"
         self.physical_index: int | None = None
         self.gpu_name: str | None = None
@@ -359,13 +359,13 @@ def _gone_text(what: str, exc: RunnerGone) -> str:
     return f"{what}: the process {describe_status(exc.status, exc.limits)}" + (f" ({tail[0][:200]})" if tail else "")
 
 
-def _default_budget(device: str) -> int:
-    """Device memory cached references may hold: 40% of the GPU (what is left serves the evaluation)."""
+def _default_budget(device: str, sharers: int = 1) -> int:
+    """40% of the GPU over the referees sharing it (40% each overcommitted it: tests/test_judge_isolation.py)."""
     if device != "cuda":
         return 1 << 40
     import torch
 
-    return int(0.4 * torch.cuda.get_device_properties(0).total_memory)
+    return int(0.4 * torch.cuda.get_device_properties(0).total_memory / sharers)
 
 
 # Where a host keeps what is none of a candidate's business: homes (keys, tokens, other projects), daemons'

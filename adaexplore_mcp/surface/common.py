@@ -37,7 +37,7 @@ from adaexplore_mcp.errors import (
     UserError, describe, int64_problem, internal_error_message, is_user_error, quote, safe_str, shorten_quotes,
     user_message,
 )
-from adaexplore_mcp.judge import WorkerStartError
+from adaexplore_mcp.judge import JudgeClosedError, WorkerStartError
 from adaexplore_mcp.surface.arguments import argument_error
 from adaexplore_mcp.surface.lean import lean_result
 from adaexplore_mcp.surface.schemas import compact_input_schema, compact_output_schema
@@ -119,6 +119,8 @@ def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
         yield
     except (ToolError, ResourceError, MCPError):
         raise  # already a deliberate tool error (or a protocol error)
+    except JudgeClosedError as exc:  # the server is stopping: nothing was recorded, which the message says
+        raise ToolError(safe_str(exc)) from exc
     except WorkerStartError as exc:  # the environment, not the caller: say so instead of a bare crash
         raise ToolError(f"the judge could not start a worker process: {safe_str(exc)}") from exc
     except Exception as exc:

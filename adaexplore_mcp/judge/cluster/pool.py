@@ -266,6 +266,11 @@ class RayPool:
         self.start()
         return [w.wait_ready() for w in list(self._workers.values())]
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` has begun (the local pool's `closed`)."""
+        return self._closed
+
     @contextmanager
     def lease(self, client: str | None = None, key: Hashable = None) -> Iterator[tuple[Any, RayWorker]]:
         """A free actor (`key`: FairSlots' task affinity); on exit it goes back, or is replaced if dead,

@@ -32,6 +32,13 @@ STACK_DUMP_WAIT_S = 0.5
 LOG_TAIL_BYTES = 6000
 
 
+class JudgeClosedError(RuntimeError):
+    """The judge closed (the server is stopping) while a kernel was being evaluated: its worker was killed, so
+    what came back says nothing about the kernel. No verdict is recorded; the kernel may be sent again."""
+
+    plain_message = True  # errors.error_message passes its text on: it is neither the caller's fault nor a bug
+
+
 class WorkerStartError(RuntimeError):
     """A worker could not start (broken environment, not a candidate's doing)."""
 
@@ -46,6 +53,7 @@ class WorkerConfig:
     physical_index: int | None = None
     cache_dir: str = ""
     sandbox: str = "auto"
+    gpu_sharers: int = 1  # workers on this worker's GPU: its cached references get their share of the memory
 
 
 @dataclass
@@ -71,7 +79,7 @@ class Worker:
         cfg = {"backend": config.backend, "home": config.home, "log_path": str(self.log_path),
                "log_dir": config.log_dir, "cache_dir": config.cache_dir or str(Path(config.home) / "cache"),
                "sandbox": config.sandbox, "cuda_visible": config.cuda_visible,
-               "physical_index": config.physical_index}
+               "physical_index": config.physical_index, "gpu_sharers": config.gpu_sharers}
         self.proc = ctx.Process(target=worker_main, args=(child, cfg), daemon=True,
                                 name=f"adaexplore-judge-{config.slot}")
         self.proc.start()
@@ -176,6 +184,11 @@ class Pool:
         self._lock = threading.Lock()
         self._started = False
         self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` has begun: a call that ends now ended because its worker was killed."""
+        return self._closed
 
     def start(self) -> None:
         with self._lock:

@@ -73,7 +73,7 @@ def main(conn: Connection, config: dict[str, Any]) -> None:
     device = "cuda" if config["backend"] == "cuda" else "cpu"
     home = Path(config["home"])
     referee = Referee(device, home, Path(config["log_dir"]), Path(config["cache_dir"]),
-                      sandbox_mode=config.get("sandbox", "auto"))
+                      sandbox_mode=config.get("sandbox", "auto"), gpu_sharers=int(config.get("gpu_sharers", 1)))
     referee.physical_index = config.get("physical_index")
     _watch_parent(referee.close)
     if device == "cuda":
