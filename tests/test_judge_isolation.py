@@ -277,4 +277,5 @@ def test_the_referees_of_one_gpu_share_its_reference_budget(tmp_path: Path, monk
     monkeypatch.setattr(api, "_visible_gpus", lambda: ["0", "1"])
     settings = dataclasses.replace(cpu_settings(tmp_path), device="cuda", workers_per_gpu=3)
     j = Judge(settings)
-    assert sorted((c.cuda_visible, c.gpu_sharers) for c in j._pool._configs.values()) == [("0", 3)] * 3 + [("1", 3)] * 3
+    shares = sorted((c.cuda_visible, c.gpu_sharers) for c in j._pool._configs.values())
+    assert shares == [("0", 3)] * 3 + [("1", 3)] * 3

@@ -10,7 +10,8 @@ runners.py (the referee's side of runners), zygote.py (a process of its own, run
 nobody asks, or while it is late).
 """
 
-from .pool import RECYCLE_AFTER, STARTUP_TIMEOUT_S, CallResult, JudgeClosedError, Pool, WorkerConfig, WorkerStartError
+from .pool import (RECYCLE_AFTER, STARTUP_TIMEOUT_S, CallResult, JudgeClosedError, Pool, WorkerConfig,
+                   WorkerStartError)
 from .runners import (
     OP_TRACE_ENV,
     WATCHDOG_LEAD_S,
@@ -25,6 +26,6 @@ from . import idle_watch
 from .stuck_watch import StuckWatch
 from .worker import handle
 
-__all__ = ["OP_TRACE_ENV", "RECYCLE_AFTER", "STARTUP_TIMEOUT_S", "WATCHDOG_LEAD_S", "CallResult", "JudgeClosedError", "Pool",
-           "RunnerGone", "RunnerHandle", "StuckWatch", "WorkerConfig", "WorkerStartError", "Zygote",
+__all__ = ["OP_TRACE_ENV", "RECYCLE_AFTER", "STARTUP_TIMEOUT_S", "WATCHDOG_LEAD_S", "CallResult", "JudgeClosedError",
+           "Pool", "RunnerGone", "RunnerHandle", "StuckWatch", "WorkerConfig", "WorkerStartError", "Zygote",
            "describe_status", "handle", "idle_watch", "runner_env", "with_limits"]
