@@ -109,6 +109,12 @@ def is_user_error(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and type(exc).__module__.split(".")[0] == _PACKAGE_NAME
 
 
+def says_its_own_text(exc: BaseException) -> bool:
+    """Whether the caller is told the exception's own text: a user error, or an exception marked `plain_message`
+    (the environment's state, said for the caller: neither the caller's fault nor a bug)."""
+    return is_user_error(exc) or bool(getattr(exc, "plain_message", False))
+
+
 def user_message(exc: BaseException) -> str:
     """The exception's own text (a KeyError's str() would wrap it in quotes)."""
     args = getattr(exc, "args", ())
@@ -153,10 +159,9 @@ def internal_error_message(exc: BaseException) -> str:
 
 
 def error_message(exc: BaseException) -> str:
-    """What to tell the caller: a user error's own text (or that of an exception marked `plain_message`: the
-    environment's state, said for the caller), or the internal error's type and location."""
-    plain = is_user_error(exc) or getattr(exc, "plain_message", False)
-    return user_message(exc) if plain else internal_error_message(exc)
+    """What to tell the caller: the exception's own text (`says_its_own_text`), or the internal error's type and
+    location."""
+    return user_message(exc) if says_its_own_text(exc) else internal_error_message(exc)
 
 
 def int64_problem(value: int) -> str | None:
@@ -170,5 +175,5 @@ def int64_problem(value: int) -> str | None:
 __all__ = [
     "INT64_MAX", "INT64_MIN", "NotFound", "QUOTE_CHARS", "UserError", "clip", "describe", "error_message",
     "int64_problem", "internal_error_message", "is_user_error", "location", "printable", "quote", "safe_str",
-    "shorten_quotes", "user_message",
+    "says_its_own_text", "shorten_quotes", "user_message",
 ]

@@ -47,7 +47,7 @@ def load_round(store: Path) -> tuple[list[Job], dict[str, float]]:
         jobs.append(Job(task, busy))
     con.close()
     overall = statistics.median(c for costs in cold.values() for c in costs) if cold else 0.0
-    return jobs, {t: statistics.median(cold[t]) if t in cold else overall for t, _ in {(j.task, 0) for j in jobs}}
+    return jobs, {t: statistics.median(cold[t]) if t in cold else overall for t in {j.task for j in jobs}}
 
 
 def replay(jobs: list[Job], cold_s: dict[str, float], slots: int, affinity: bool, scale: float) -> dict:

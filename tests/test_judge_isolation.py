@@ -257,6 +257,11 @@ def test_a_judge_closed_mid_evaluation_gives_no_verdict(tmp_path: Path) -> None:
     with pytest.raises(JudgeClosedError, match="no verdict was recorded") as caught:
         j.evaluate(task(), GOOD)
     assert error_message(caught.value).startswith("the judge closed while this kernel was being evaluated")
+    from adaexplore_mcp.surface.common import ToolError, tool_errors
+
+    with pytest.raises(ToolError, match="^the judge closed while this kernel was being evaluated"):
+        with tool_errors():  # a tool's error says it too, not "internal error in api.py"
+            raise caught.value
 
 
 def test_the_referees_of_one_gpu_share_its_reference_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

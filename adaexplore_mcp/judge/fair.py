@@ -308,7 +308,7 @@ class FairSlots:
 
     def _warm_slot(self, key: Hashable) -> int | None:
         """The free slot that served `key` most recently, if any (never for key None)."""
-        if key is None or self._patience == 0:
+        if key is None:
             return None
         best, best_rank = None, -1
         for slot in self._free:

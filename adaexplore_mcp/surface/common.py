@@ -34,10 +34,10 @@ from pydantic import BaseModel, ValidationError
 from adaexplore_mcp.app import App
 from adaexplore_mcp.clients import CURRENT_CLIENT, client_key
 from adaexplore_mcp.errors import (
-    UserError, describe, int64_problem, internal_error_message, is_user_error, quote, safe_str, shorten_quotes,
-    user_message,
+    UserError, describe, int64_problem, internal_error_message, is_user_error, quote, safe_str, says_its_own_text,
+    shorten_quotes, user_message,
 )
-from adaexplore_mcp.judge import JudgeClosedError, WorkerStartError
+from adaexplore_mcp.judge import WorkerStartError
 from adaexplore_mcp.surface.arguments import argument_error
 from adaexplore_mcp.surface.lean import lean_result
 from adaexplore_mcp.surface.schemas import compact_input_schema, compact_output_schema
@@ -119,8 +119,6 @@ def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
         yield
     except (ToolError, ResourceError, MCPError):
         raise  # already a deliberate tool error (or a protocol error)
-    except JudgeClosedError as exc:  # the server is stopping: nothing was recorded, which the message says
-        raise ToolError(safe_str(exc)) from exc
     except WorkerStartError as exc:  # the environment, not the caller: say so instead of a bare crash
         raise ToolError(f"the judge could not start a worker process: {safe_str(exc)}") from exc
     except Exception as exc:
@@ -129,7 +127,7 @@ def tool_errors(inputs: Iterable[Any] = ()) -> Iterator[None]:
             raise ToolError(f"the data store could not be used ({safe_str(exc)[:200]}): it is adaexplore.sqlite3 in "
                             "the data directory (ADAEXPLORE_HOME); if it is damaged, restore it from a backup or move "
                             "it aside to start afresh; check the directory's permissions and free space") from exc
-        if is_user_error(exc):
+        if says_its_own_text(exc):  # a caller's mistake, or the environment's state (JudgeClosedError)
             message = user_message(exc)
         else:
             logger.error("internal error in a tool: %s", describe(exc), exc_info=exc)

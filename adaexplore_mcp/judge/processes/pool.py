@@ -36,7 +36,7 @@ class JudgeClosedError(RuntimeError):
     """The judge closed (the server is stopping) while a kernel was being evaluated: its worker was killed, so
     what came back says nothing about the kernel. No verdict is recorded; the kernel may be sent again."""
 
-    plain_message = True  # errors.error_message passes its text on: it is neither the caller's fault nor a bug
+    plain_message = True  # errors.says_its_own_text: the caller gets this text, as it is neither its fault nor a bug
 
 
 class WorkerStartError(RuntimeError):
